@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make reproduce` and `make test`. Each installs what is missing first
+# (Debian packages, .venv, pip packages, KenLM's lmplz/build_binary) and is safe to run twice.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+TOOLS := tools
+PROFILE ?= tiny
+OUT ?= results/$(PROFILE)
+ARGS ?=
+
+VENV_STAMP := $(VENV)/.installed
+KENLM_STAMP := $(TOOLS)/kenlm/bin/lmplz
+
+.PHONY: install reproduce test clean-work system
+install: system $(VENV_STAMP) $(KENLM_STAMP)
+
+system:
+	@scripts/install-system.sh
+
+$(VENV_STAMP): setup.cfg constraints.txt pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
+	$(VENV)/bin/python -m pip install -q -c constraints.txt -e '.[dev]'
+	@scripts/strip-pynini.sh $(VENV)/bin/python
+	@touch $@
+
+$(KENLM_STAMP): constraints.txt | system $(VENV_STAMP)
+	@scripts/build-kenlm.sh $(TOOLS) $(VENV)/bin/python
+
+reproduce: install
+	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) $(ARGS)
+
+test: install
+	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)
+
+clean-work:
+	rm -rf work results

@@ -1,0 +1,240 @@
+"""Translation-task configs and scale profiles: TOML files loaded and validated once.
+
+`configs/tasks/<name>.toml` describes one translation task (languages, data splits, tokenizers, BPE, LM order);
+`configs/profiles/<name>.toml` says how big everything is (tiny, small, paper). Both are read into frozen
+dataclasses; an unknown key, a value of the wrong type or a missing file raises ConfigError naming the file and
+the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pipeline.errors import ConfigError
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+TOKENIZERS = ("moses", "jieba", "mecab")
+CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
+ARCHIVE_FORMATS = ("sgm", "text")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LanguageConfig:
+    tokenizer: str  # one of TOKENIZERS
+    truecase: bool  # only where the script has case
+
+
+@dataclass(frozen=True)
+class SplitsConfig:
+    train: str
+    tune: str  # tuning: MERT, the LMBR grid, NMT validation
+    devtest: tuple[str, ...]  # development test sets; the first is the default evaluation set
+    test: str  # the official test set of the paper's table (withheld from shared/data)
+
+
+@dataclass(frozen=True)
+class DownloadConfig:
+    """Where the official files of a split come from when they are not in the data folder."""
+
+    url: str
+    checksum: str  # "<algorithm>:<hex digest>" of the downloaded archive
+    format: str  # "sgm" (WMT SGML, text of <seg> elements) or "text" (one segment a line)
+    files: dict[str, str]  # language -> path of the member inside the archive
+    official: str = ""  # human-readable name of the data set
+
+
+@dataclass(frozen=True)
+class BpeTaskConfig:
+    joint: bool  # one code set for both languages (same script) or one per language
+
+
+@dataclass(frozen=True)
+class LmTaskConfig:
+    order: int
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    name: str
+    description: str
+    source: str
+    target: str
+    pair: str  # folder in the data directory, shared by both directions (de-en serves ger-eng and eng-ger)
+    splits: SplitsConfig
+    languages: dict[str, LanguageConfig]
+    bpe: BpeTaskConfig
+    lm: LmTaskConfig
+    downloads: dict[str, DownloadConfig] = field(default_factory=dict)
+    path: Path = Path()
+
+    def split_names(self) -> tuple[str, ...]:
+        """Every split the config names, train first."""
+        names = [self.splits.train, self.splits.tune, *self.splits.devtest, self.splits.test]
+        return tuple(dict.fromkeys(names))
+
+    def split_key(self, split: str) -> str:
+        """The config key that names `split` (for error messages)."""
+        for key in ("train", "tune", "test"):
+            if getattr(self.splits, key) == split:
+                return f"splits.{key}"
+        if split in self.splits.devtest:
+            return "splits.devtest"
+        raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] (known: {', '.join(self.split_names())})")
+
+
+@dataclass(frozen=True)
+class DataProfile:
+    train_pairs: int  # random subsample of the training pairs (seeded); 0 keeps all
+    tune_sentences: int  # first N lines of the tuning set; 0 keeps all
+    eval_sentences: int  # first N lines of every evaluation set; 0 keeps all
+    min_tokens: int  # training pairs with fewer tokens on a side are removed
+    max_tokens: int  # training pairs with more tokens on a side are removed
+    max_ratio: float  # training pairs whose token-length ratio exceeds this are removed
+
+
+@dataclass(frozen=True)
+class BpeProfile:
+    merges: int
+    min_frequency: int
+
+
+@dataclass(frozen=True)
+class LmProfile:
+    memory: str  # lmplz -S
+    discount_fallback: bool  # lmplz --discount_fallback, needed on tiny corpora
+    binary_type: str  # build_binary data structure: probing or trie
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    seed: int
+    data: DataProfile
+    bpe: BpeProfile
+    lm: LmProfile
+    path: Path = Path()
+
+
+def available(kind: str, config_dir: Path = CONFIG_DIR) -> list[str]:
+    """Names of the task configs (kind="tasks") or profiles (kind="profiles")."""
+    return sorted(p.stem for p in (config_dir / kind).glob("*.toml"))
+
+
+def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
+    """Load and validate configs/tasks/<name>.toml."""
+    path = _config_path("tasks", name, config_dir)
+    config = _build(TaskConfig, _read_toml(path), path, "")
+    config = dataclasses.replace(config, path=path)
+    _check_task(config)
+    return config
+
+
+def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
+    """Load and validate configs/profiles/<name>.toml."""
+    path = _config_path("profiles", name, config_dir)
+    profile = dataclasses.replace(_build(Profile, _read_toml(path), path, ""), path=path)
+    if profile.name != name:
+        raise ConfigError(f"{path}: key 'name' is {profile.name!r} but the file is named {name!r}")
+    if profile.lm.binary_type not in ("probing", "trie"):
+        raise ConfigError(f"{path}: key 'lm.binary_type' must be 'probing' or 'trie', not {profile.lm.binary_type!r}")
+    for key in ("train_pairs", "tune_sentences", "eval_sentences", "min_tokens", "max_tokens"):
+        if getattr(profile.data, key) < 0:
+            raise ConfigError(f"{path}: key 'data.{key}' must not be negative")
+    return profile
+
+
+def _config_path(kind: str, name: str, config_dir: Path) -> Path:
+    path = config_dir / kind / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(available(kind, config_dir)) or "none"
+        raise ConfigError(f"{path}: no such config file (known {kind}: {known})")
+    return path
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from e
+
+
+def _check_task(config: TaskConfig) -> None:
+    path = config.path
+    if config.path.stem != config.name:
+        raise ConfigError(f"{path}: key 'name' is {config.name!r} but the file is named {path.stem!r}")
+    for lang in (config.source, config.target):
+        if lang not in config.languages:
+            raise ConfigError(f"{path}: key 'languages.{lang}' is missing (needed for the {lang!r} side)")
+    for lang, language in config.languages.items():
+        if language.tokenizer not in TOKENIZERS:
+            raise ConfigError(
+                f"{path}: key 'languages.{lang}.tokenizer' is {language.tokenizer!r} (known: {', '.join(TOKENIZERS)})"
+            )
+    if not config.splits.devtest:
+        raise ConfigError(f"{path}: key 'splits.devtest' must name at least one development test set")
+    if config.lm.order < 1:
+        raise ConfigError(f"{path}: key 'lm.order' must be at least 1")
+    for split, download in config.downloads.items():
+        key = f"downloads.{split}"
+        algorithm, _, digest = download.checksum.partition(":")
+        if algorithm not in CHECKSUM_ALGORITHMS or not digest:
+            raise ConfigError(f"{path}: key '{key}.checksum' must be '<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
+        if download.format not in ARCHIVE_FORMATS:
+            raise ConfigError(f"{path}: key '{key}.format' must be one of {', '.join(ARCHIVE_FORMATS)}")
+        missing = {config.source, config.target} - set(download.files)
+        if missing:
+            raise ConfigError(f"{path}: key '{key}.files' lacks the language(s) {', '.join(sorted(missing))}")
+
+
+def _build(cls: type[T], raw: Any, path: Path, prefix: str) -> T:
+    """Build dataclass `cls` from a TOML table, checking keys and types."""
+    where = prefix.rstrip(".") or "top level"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: key '{where}' must be a table")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "path"}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key '{prefix}{unknown[0]}' (known at {where}: {', '.join(sorted(fields))})"
+        )
+    values = {}
+    for name, f in fields.items():
+        if name not in raw:
+            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            if not has_default:
+                raise ConfigError(f"{path}: missing key '{prefix}{name}'")
+            continue
+        values[name] = _convert(hints[name], raw[name], path, f"{prefix}{name}")
+    return cls(**values)
+
+
+def _convert(hint: Any, value: Any, path: Path, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, path, key + ".")
+    if origin is dict:
+        _, value_type = typing.get_args(hint)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: key '{key}' must be a table, not {type(value).__name__}")
+        return {k: _convert(value_type, v, path, f"{key}.{k}") for k, v in value.items()}
+    if origin is tuple:
+        (item_type, _) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: key '{key}' must be a list, not {type(value).__name__}")
+        return tuple(_convert(item_type, v, path, f"{key}[{i}]") for i, v in enumerate(value))
+    if origin in (typing.Union, types.UnionType):
+        raise TypeError(f"unsupported config type {hint} for {key}")
+    expected = (int, float) if hint is float else hint
+    if isinstance(value, bool) and hint is not bool or not isinstance(value, expected):
+        raise ConfigError(f"{path}: key '{key}' must be {hint.__name__}, not {type(value).__name__} ({value!r})")
+    return float(value) if hint is float else value

@@ -1,0 +1,1 @@
+"""Corpora: finding the files of a split (resolver, download), validating and cleaning parallel text."""

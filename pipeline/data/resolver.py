@@ -1,0 +1,73 @@
+"""Find the files of a split: the data folder, then the download cache, then the official download.
+
+The data folder is the `--data-dir` option, else $MT_DATA_DIR, else `../shared/data` beside the checkout when it
+exists; its layout is `<pair>/<split>.<lang>.gz`. The cache has the same layout. A split that is in neither and
+has no official download (or cannot be downloaded) is an error that names the split and every place looked.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from pipeline.config import TaskConfig
+from pipeline.data.download import DownloadError, extract_split, fetch_archive
+from pipeline.errors import DataError
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+DATA_DIR_ENV = "MT_DATA_DIR"
+OFFLINE_ENV = "MT_OFFLINE"
+
+
+def default_data_dir(option: str | os.PathLike | None, env: Mapping[str, str] = os.environ) -> Path | None:
+    """The data folder: the option, else $MT_DATA_DIR, else ../shared/data beside the checkout (if it exists)."""
+    if option:
+        return Path(option)
+    if env.get(DATA_DIR_ENV):
+        return Path(env[DATA_DIR_ENV])
+    shared = CHECKOUT.parent / "shared" / "data"
+    return shared if shared.is_dir() else None
+
+
+@dataclass(frozen=True)
+class DataResolver:
+    data_dir: Path | None
+    cache_dir: Path
+    offline: bool = False
+
+    @classmethod
+    def create(cls, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike,
+               env: Mapping[str, str] = os.environ) -> "DataResolver":
+        offline = env.get(OFFLINE_ENV, "") not in ("", "0")
+        return cls(default_data_dir(data_dir, env), Path(cache_dir), offline)
+
+    def resolve(self, task: TaskConfig, split: str) -> dict[str, Path]:
+        """{language: path} of the source and target files of `split`."""
+        langs = (task.source, task.target)
+        looked = []
+        for folder in (self.data_dir, self.cache_dir):
+            if folder is None:
+                continue
+            paths = {lang: folder / task.pair / f"{split}.{lang}.gz" for lang in langs}
+            if all(p.is_file() for p in paths.values()):
+                return paths
+            looked.append(str(folder / task.pair / f"{split}.{{{','.join(langs)}}}.gz"))
+        download = task.downloads.get(split)
+        reason = "no official download is configured for it"
+        if download is not None and self.offline:
+            reason = f"offline (${OFFLINE_ENV} is set), so {download.url} was not fetched"
+        elif download is not None:
+            paths = {lang: self.cache_dir / task.pair / f"{split}.{lang}.gz" for lang in langs}
+            try:
+                archive = fetch_archive(download, self.cache_dir)
+                extract_split(archive, download, paths)
+                return paths
+            except DownloadError as e:
+                reason = str(e)
+        key = task.split_key(split)
+        raise DataError(
+            f"split {task.pair}/{split} ({task.path}, key '{key}') was not found; looked in: "
+            + "; ".join(looked or ["no data folder is set"])
+            + f"; {reason}. Pass --data-dir or set ${DATA_DIR_ENV} to a folder holding {task.pair}/{split}.<lang>.gz."
+        )

@@ -1,0 +1,71 @@
+"""Table 1 (BLEU of each system on each task), the data/LM summary, and results.json."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from pipeline.io import write_json, write_text
+from pipeline.report import render
+
+
+@dataclass(frozen=True)
+class Record:
+    """One BLEU score of results.json."""
+
+    task: str
+    system: str
+    eval_set: str
+    bleu: float
+    precisions: list[float]
+    signature: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str]) -> tuple[list[str], list[list]]:
+    """Rows = systems, columns = tasks (the paper's layout); a missing score is None."""
+    scores = {(r.system, r.task): r.bleu for r in records}
+    header = ["system", *tasks]
+    return header, [[system, *(scores.get((system, task)) for task in tasks)] for system in systems]
+
+
+DATA_COLUMNS = (
+    ("task", "task"), ("train_file_pairs", "train pairs (file)"), ("train_selected", "selected"),
+    ("train_kept", "kept"), ("removed", "removed (empty/short/long/ratio)"), ("tune_lines", "tune lines"),
+    ("eval_set", "eval set"), ("eval_lines", "eval lines"), ("vocab", "BPE vocab src/tgt"),
+    ("lm", "LM order (n-grams)"), ("tune_perplexity", "LM tune ppl"), ("roundtrip_bleu", "round-trip BLEU"),
+)
+
+
+def data_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list]]:
+    return [title for _, title in DATA_COLUMNS], [[row.get(key) for key, _ in DATA_COLUMNS] for row in rows]
+
+
+def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str],
+                 data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str) -> list[Path]:
+    """Write table1.{md,csv,tex}, data_summary.{md,csv,tex} and results.json into `out`; return the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    header, rows = table1(records, tasks, systems)
+    caption = f"Cased BLEU (sacrebleu) on the {eval_set} sets, profile {profile}"
+    data_header, data_rows_ = data_table(data_rows)
+    data_caption = f"Data and language models, profile {profile}"
+    if systems:
+        table_md = render.markdown(header, rows, f"Table 1: {caption}")
+    else:
+        table_md = (f"## Table 1: {caption}\n\nNo translation system was selected or built yet; "
+                    "the data and LM summary follows.\n")
+    files = {
+        "table1.md": table_md + "\n" + render.markdown(data_header, data_rows_, data_caption),
+        "table1.csv": render.csv_text(header, rows),
+        "table1.tex": render.latex(header, rows, caption),
+        "data_summary.md": render.markdown(data_header, data_rows_, data_caption),
+        "data_summary.csv": render.csv_text(data_header, data_rows_),
+        "data_summary.tex": render.latex(data_header, data_rows_, data_caption),
+    }
+    paths = []
+    for name, text in files.items():
+        write_text(out / name, text)
+        paths.append(out / name)
+    write_json(out / "results.json", [asdict(r) for r in records])
+    paths.append(out / "results.json")
+    return paths

@@ -1,0 +1,9 @@
+"""Luigi tasks: thin wrappers around pipeline/ and lattices/, one module per stage.
+
+`luigi --module tasks <Task> --task-name ger-eng ...` builds any artifact on its own; `reproduce-table` builds the
+whole table.
+"""
+from tasks.data import ApplyBPE, BuildVocab, LearnBPE, TokenizeSplit, TrainTruecaser, TruecaseSplit  # noqa: F401
+from tasks.evaluate import EvaluateSystem, RoundTripBLEU  # noqa: F401
+from tasks.lm import TrainLM  # noqa: F401
+from tasks.report import TaskReport  # noqa: F401

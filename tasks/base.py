@@ -1,0 +1,126 @@
+"""The base of every stage: one artifact directory per parameter set, written atomically, with a signature.
+
+An artifact lives in `<work_dir>/<profile>/<task_name>/<stage>/<label>-<hash>/`. The hash covers the stage's
+own parameters and the folders of everything it requires, so a changed parameter anywhere upstream builds a new
+artifact instead of reusing an old one. The folder is built under a temporary name and renamed into place with
+its `signature.json` inside, so a killed task leaves nothing that looks complete.
+"""
+from __future__ import annotations
+
+import functools
+import getpass
+import platform
+import socket
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import luigi
+
+from pipeline import config as configs
+from pipeline.io import atomic_dir, read_json, remove_stale_temporaries, write_json
+from pipeline.signature import format_signature, param_hash
+
+
+@functools.lru_cache(maxsize=None)
+def task_config(name: str, config_dir: str = str(configs.CONFIG_DIR)) -> configs.TaskConfig:
+    return configs.load_task(name, Path(config_dir))
+
+
+@functools.lru_cache(maxsize=None)
+def profile_config(name: str, config_dir: str = str(configs.CONFIG_DIR)) -> configs.Profile:
+    return configs.load_profile(name, Path(config_dir))
+
+
+def _setting(name: str) -> dict[str, str]:
+    """Shared defaults live once in luigi.cfg's [lmbr] section. Luigi 3.8 warns that config_path is deprecated in
+    favour of per-class sections, which would repeat every setting for every task class."""
+    return {"section": "lmbr", "name": name}
+
+
+class PipelineTask(luigi.Task):
+    """A stage of one translation task under one profile. Subclasses set `stage` and write `build()`."""
+
+    task_name = luigi.Parameter(description="translation task: ger-eng, eng-ger, chi-eng, eng-jpn, jpn-eng")
+    profile = luigi.Parameter(config_path=_setting("profile"), description="scale profile: tiny, small, paper")
+    # Folders that decide what is built or where are part of Luigi's task id; caches and tools are not.
+    work_dir = luigi.Parameter(config_path=_setting("work_dir"), description="folder of all artifacts")
+    data_dir = luigi.OptionalParameter(default=None, config_path=_setting("data_dir"),
+                                       description="data folder (<pair>/<split>.<lang>.gz)")
+    cache_dir = luigi.Parameter(config_path=_setting("cache_dir"), significant=False,
+                                description="folder of downloads and tool caches")
+    tools_dir = luigi.Parameter(config_path=_setting("tools_dir"), significant=False,
+                                description="folder of built tools (kenlm/bin/lmplz)")
+    config_dir = luigi.Parameter(default=str(configs.CONFIG_DIR), config_path=_setting("config_dir"),
+                                 description="folder of tasks/*.toml and profiles/*.toml")
+    processes = luigi.IntParameter(config_path=_setting("processes"), significant=False,
+                                   description="processes a task may use for parallel work")
+
+    stage: ClassVar[str] = ""
+
+    @property
+    def config(self) -> configs.TaskConfig:
+        return task_config(self.task_name, self.config_dir)
+
+    @property
+    def profile_config(self) -> configs.Profile:
+        return profile_config(self.profile, self.config_dir)
+
+    def label(self) -> str:
+        """First part of the artifact folder's name (the hash follows)."""
+        return self.stage
+
+    def params(self) -> dict[str, Any]:
+        """The parameters that determine the artifact (besides its inputs); they go into the hash."""
+        return {}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        """Write the artifact into `out` (a temporary folder); return statistics for the signature."""
+        raise NotImplementedError
+
+    def inputs(self) -> list["PipelineTask"]:
+        return list(luigi.task.flatten(self.requires()))
+
+    def signature_params(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "task": self.task_name,
+            "profile": self.profile,
+            **self.params(),
+            "inputs": sorted(str(t.artifact_dir().relative_to(Path(t.work_dir))) for t in self.inputs()),
+        }
+
+    def artifact_dir(self) -> Path:
+        cached = self.__dict__.get("_artifact_dir")
+        if cached is None:
+            name = f"{self.label()}-{param_hash(self.signature_params())}"
+            cached = Path(self.work_dir) / self.profile / self.task_name / self.stage / name
+            self.__dict__["_artifact_dir"] = cached
+        return cached
+
+    def output(self) -> luigi.LocalTarget:
+        return luigi.LocalTarget(str(self.artifact_dir() / "signature.json"))
+
+    def input_dir(self, index: int = 0) -> Path:
+        return self.inputs()[index].artifact_dir()
+
+    def signature(self) -> dict[str, Any]:
+        return read_json(self.artifact_dir() / "signature.json")
+
+    def run(self) -> None:
+        final = self.artifact_dir()
+        remove_stale_temporaries(final.parent, final.name)
+        started = time.time()
+        with atomic_dir(final) as tmp:
+            stats = self.build(tmp)
+            params = self.signature_params()
+            write_json(tmp / "signature.json", {
+                "signature": format_signature({k: v for k, v in params.items() if k != "inputs"}),
+                "params": params,
+                "stats": stats,
+                "seconds": round(time.time() - started, 3),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "host": socket.gethostname(),
+                "user": getpass.getuser(),
+                "python": platform.python_version(),
+            })

@@ -1,0 +1,91 @@
+"""What reproduce-table builds for each translation task, and the numbers it reads back for the report."""
+from __future__ import annotations
+
+from typing import Any
+
+import luigi
+
+from pipeline.report.tables import Record
+from pipeline.config import TaskConfig
+from tasks.base import PipelineTask
+from tasks.data import BuildVocab, TokenizeSplit
+from tasks.evaluate import EvaluateSystem, RoundTripBLEU
+from tasks.lm import TrainLM
+
+EVAL_SET_ALIASES = ("devtest", "test", "tune")
+
+
+def resolve_eval_split(config: TaskConfig, eval_set: str) -> str:
+    """The split that `eval_set` means for a task: devtest (its first development test set), test, tune, or a name."""
+    splits = config.splits
+    if eval_set == "devtest":
+        return splits.devtest[0]
+    if eval_set in ("test", "tune"):
+        return getattr(splits, eval_set)
+    config.split_key(eval_set)  # raises ConfigError naming the known splits
+    return eval_set
+
+
+class TaskReport(PipelineTask, luigi.WrapperTask):
+    """Everything the report needs for one translation task (data, LM, round trip; systems in later stages)."""
+
+    eval_set = luigi.Parameter(default="devtest", description="devtest, test, tune or a split name")
+    systems = luigi.ListParameter(default=(), description="systems to evaluate (PBMT, FNMT, ...)")
+
+    def eval_split(self) -> str:
+        return resolve_eval_split(self.config, self.eval_set)
+
+    def requires(self) -> dict[str, PipelineTask]:
+        splits, split = self.config.splits, self.eval_split()
+        return {
+            "lm": self.clone(TrainLM),
+            "vocab": self.clone(BuildVocab),
+            "train": self.clone(TokenizeSplit, split=splits.train),
+            "tune": self.clone(TokenizeSplit, split=splits.tune),
+            "eval": self.clone(TokenizeSplit, split=split),
+            "roundtrip": self.clone(RoundTripBLEU, split=split),
+            **{f"system:{s}": self.clone(EvaluateSystem, system=s, split=split) for s in self.systems},
+        }
+
+    def output(self) -> list:
+        return []
+
+    def run(self) -> None:
+        """Nothing to write: the report is complete when everything it requires is."""
+
+    def complete(self) -> bool:
+        return all(t.complete() for t in self.requires().values())
+
+    def data_row(self) -> dict[str, Any]:
+        sig = {name: task.signature() for name, task in self.requires().items()}
+        src, tgt = self.config.source, self.config.target
+        cleaning = sig["train"]["stats"]["cleaning"]
+        lm = sig["lm"]["stats"]
+        counts = lm["ngram_counts"]
+        return {
+            "task": self.task_name,
+            "train_file_pairs": sig["train"]["stats"]["file_lines"],
+            "train_selected": sig["train"]["stats"]["selected_lines"],
+            "train_kept": cleaning["kept_pairs"],
+            "removed": "/".join(str(cleaning[k]) for k in ("empty", "too_short", "too_long", "bad_ratio")),
+            "tune_lines": sig["tune"]["stats"]["lines"],
+            "eval_set": self.eval_split(),
+            "eval_lines": sig["eval"]["stats"]["lines"],
+            "vocab": f'{sig["vocab"]["stats"][f"size.{src}"]}/{sig["vocab"]["stats"][f"size.{tgt}"]}',
+            "lm": f'{len(counts)} ({sum(counts.values())})',
+            "tune_perplexity": lm["tune_perplexity"],
+            "roundtrip_bleu": sig["roundtrip"]["stats"]["bleu"]["score"],
+        }
+
+    def records(self) -> list[Record]:
+        """One record per evaluated system, then the round-trip ceiling."""
+        evaluations = [(s, self.requires()[f"system:{s}"].signature()) for s in self.systems]
+        evaluations.append(("ROUNDTRIP", self.requires()["roundtrip"].signature()))
+        records = []
+        for system, signature in evaluations:
+            bleu = signature["stats"]["bleu"]
+            records.append(Record(task=self.task_name, system=system, eval_set=self.eval_split(),
+                                  bleu=bleu["score"], precisions=bleu["precisions"],
+                                  signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
+                                  timings=signature["stats"].get("timings", {"seconds": signature["seconds"]})))
+        return records

@@ -1,0 +1,114 @@
+"""`reproduce-table`: build (or resume) the Luigi DAG of the chosen tasks and systems, then write the tables.
+
+Luigi re-checks what is complete, so a second run only reads the artifacts back (seconds). Defaults of the
+shared parameters (profile, work folder, data folder) come from luigi.cfg's [lmbr] section.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import luigi
+import luigi.configuration
+from luigi.execution_summary import LuigiStatusCode
+
+from pipeline import config as configs
+from pipeline.errors import PipelineError
+from pipeline.report.tables import write_report
+from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
+from tasks.systems import PAPER_SYSTEMS, translation_tasks
+log = logging.getLogger("reproduce-table")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="reproduce-table", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--profile", help="scale profile (tiny, small, paper); default: luigi.cfg [lmbr] profile")
+    p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
+    p.add_argument("--systems", default="all",
+                   help=f"comma-separated systems of {', '.join(PAPER_SYSTEMS)}, or 'all' (every built one)")
+    p.add_argument("--eval-set", default="devtest",
+                   help=f"evaluation set: {', '.join(EVAL_SET_ALIASES)} or a split name of the task configs")
+    p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, ../shared/data)")
+    p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
+    p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>)")
+    p.add_argument("--workers", type=int, default=1, help="Luigi workers: tasks run in parallel")
+    p.add_argument("--scheduler-host", help="central luigid host (default: a local scheduler in this process)")
+    p.add_argument("--scheduler-port", type=int, default=8082, help="central luigid port")
+    p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
+    return p.parse_args(argv)
+
+
+def _choose(value: str, known: tuple[str, ...], default: tuple[str, ...], what: str) -> list[str]:
+    chosen = list(default) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in known]
+    if unknown:
+        raise PipelineError(f"unknown {what} {', '.join(unknown)} (known: {', '.join(known)})")
+    return chosen
+
+
+@luigi.Task.event_handler(luigi.Event.START)
+def _started(task: luigi.Task) -> None:
+    print(f"[start] {task}", file=sys.stderr, flush=True)
+
+
+@luigi.Task.event_handler(luigi.Event.FAILURE)
+def _failed(task: luigi.Task, exception: BaseException) -> None:
+    print(f"[FAILED] {task}: {exception}", file=sys.stderr, flush=True)
+
+
+@luigi.Task.event_handler(luigi.Event.PROCESSING_TIME)
+def _finished(task: luigi.Task, seconds: float) -> None:
+    print(f"[done] {task} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    tasks = _choose(args.tasks, tuple(configs.available("tasks")), tuple(configs.available("tasks")), "task(s)")
+    built = tuple(s for s in PAPER_SYSTEMS if s in translation_tasks())
+    systems = _choose(args.systems, PAPER_SYSTEMS, built, "system(s)")
+    not_built = [s for s in systems if s not in built]
+    if not_built:
+        raise PipelineError(f"system(s) {', '.join(not_built)} are not built in this version "
+                            f"(built: {', '.join(built) or 'none yet'})")
+    for task in tasks:
+        resolve_eval_split(configs.load_task(task), args.eval_set)
+    shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir))
+              if v is not None}
+    profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
+    configs.load_profile(profile)
+    reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems), **shared) for t in tasks]
+
+    started = time.time()
+    scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}
+                 if args.scheduler_host else {"local_scheduler": True})
+    result = luigi.build(reports, workers=args.workers, detailed_summary=True,
+                         log_level="INFO" if args.verbose else "WARNING", **scheduler)
+    if result.status not in (LuigiStatusCode.SUCCESS, LuigiStatusCode.SUCCESS_WITH_RETRY):
+        print(result.summary_text, file=sys.stderr)
+        print(f"reproduce-table: the run did not complete ({result.status.name}); rerun to resume", file=sys.stderr)
+        return 1
+
+    records = [record for report in reports for record in report.records()]
+    data_rows = [report.data_row() for report in reports]
+    out = Path(args.out or f"results/{profile}")
+    paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set)
+    print((out / "table1.md").read_text(encoding="utf-8"))
+    print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except PipelineError as e:
+        print(f"reproduce-table: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Shared fixtures: small parallel corpora written by the tests themselves."""
+from __future__ import annotations
+
+import gzip
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+SUBJECTS = [("the man", "der Mann"), ("the woman", "die Frau"), ("the child", "das Kind"),
+            ("my friend", "mein Freund"), ("the teacher", "der Lehrer"), ("our neighbour", "unser Nachbar")]
+VERBS = [("sees", "sieht"), ("likes", "mag"), ("finds", "findet"), ("buys", "kauft"), ("paints", "malt")]
+OBJECTS = [("a house", "ein Haus"), ("the red car", "das rote Auto"), ("a book", "ein Buch"),
+           ("the old tree", "den alten Baum"), ("a small dog", "einen kleinen Hund"), ("the city", "die Stadt")]
+ENDINGS = [(".", "."), ("!", "!"), (" today.", " heute."), (", doesn't he?", ", nicht wahr?")]
+
+
+def sentence_pairs(n: int, seed: int) -> list[tuple[str, str]]:
+    """n English-German pairs from a small grammar (cased, with punctuation), reproducible by seed."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        (se, sd), (ve, vd), (oe, od), (ee, ed) = (rng.choice(x) for x in (SUBJECTS, VERBS, OBJECTS, ENDINGS))
+        pairs.append((f"{se[0].upper()}{se[1:]} {ve} {oe}{ee}", f"{sd[0].upper()}{sd[1:]} {vd} {od}{ed}"))
+    return pairs
+
+
+def write_gz(path: Path, lines: list[str] | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = lines if isinstance(lines, bytes) else "".join(line + "\n" for line in lines).encode("utf-8")
+    with gzip.open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def write_pair(folder: Path, split: str, pairs: list[tuple[str, str]]) -> None:
+    write_gz(folder / "de-en" / f"{split}.en.gz", [e for e, _ in pairs])
+    write_gz(folder / "de-en" / f"{split}.de.gz", [d for _, d in pairs])
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A de-en data folder: train (300 pairs), dev (40) and newstest2016 (30)."""
+    folder = tmp_path / "data"
+    write_pair(folder, "train", sentence_pairs(300, seed=1))
+    write_pair(folder, "dev", sentence_pairs(40, seed=2))
+    write_pair(folder, "newstest2016", sentence_pairs(30, seed=3))
+    return folder

@@ -1,0 +1,36 @@
+import json
+
+from pipeline.report import render
+from pipeline.report.tables import Record, table1, write_report
+
+
+def record(task, system, bleu):
+    return Record(task=task, system=system, eval_set="devtest", bleu=bleu, precisions=[1.0, 2.0, 3.0, 4.0],
+                  signature={"bleu": "tok:13a"})
+
+
+def test_table1_layout_is_systems_by_tasks():
+    header, rows = table1([record("ger-eng", "PBMT", 20.5), record("eng-ger", "PBMT", 15.0)],
+                          ["ger-eng", "eng-ger", "chi-eng"], ["PBMT", "FNMT"])
+    assert header == ["system", "ger-eng", "eng-ger", "chi-eng"]
+    assert rows == [["PBMT", 20.5, 15.0, None], ["FNMT", None, None, None]]
+
+
+def test_renderers():
+    header, rows = ["system", "a_b"], [["X&Y", 1.234], ["Z", None]]
+    assert render.markdown(header, rows) == "| system | a_b |\n|---|---:|\n| X&Y | 1.23 |\n| Z | - |\n"
+    assert render.csv_text(header, rows) == "system,a_b\nX&Y,1.234\nZ,\n"
+    tex = render.latex(header, rows, "BLEU 50%")
+    assert r"system & a\_b \\" in tex and r"X\&Y & 1.23 \\" in tex and r"\caption{BLEU 50\%}" in tex
+
+
+def test_write_report_files(tmp_path):
+    records = [record("ger-eng", "ROUNDTRIP", 99.9)]
+    paths = write_report(tmp_path, records, ["ger-eng"], [], [{"task": "ger-eng", "tune_perplexity": 12.5}],
+                         "tiny", "devtest")
+    assert {p.name for p in paths} == {"table1.md", "table1.csv", "table1.tex", "data_summary.md",
+                                      "data_summary.csv", "data_summary.tex", "results.json"}
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results == [{"task": "ger-eng", "system": "ROUNDTRIP", "eval_set": "devtest", "bleu": 99.9,
+                        "precisions": [1.0, 2.0, 3.0, 4.0], "signature": {"bleu": "tok:13a"}, "timings": {}}]
+    assert "12.50" in (tmp_path / "data_summary.md").read_text()

@@ -1,0 +1,57 @@
+"""reproduce-table end to end on a small de-en data folder (real Luigi, lmplz, sacrebleu)."""
+import json
+
+import pytest
+
+from tasks.reproduce import main
+
+
+def run(tmp_path, data_dir, *extra):
+    return main(["--tasks", "ger-eng", "--profile", "tiny", "--data-dir", str(data_dir),
+                 "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out"), *extra])
+
+
+def test_writes_tables_and_results(tmp_path, data_dir, capsys):
+    assert run(tmp_path, data_dir) == 0
+    out = tmp_path / "out"
+    results = json.loads((out / "results.json").read_text())
+    assert [(r["task"], r["system"], r["eval_set"]) for r in results] == [("ger-eng", "ROUNDTRIP", "newstest2016")]
+    assert set(results[0]) == {"task", "system", "eval_set", "bleu", "precisions", "signature", "timings"}
+    assert results[0]["bleu"] == pytest.approx(100.0) and len(results[0]["precisions"]) == 4
+    assert "tok:13a" in results[0]["signature"]["bleu"]
+    summary = (out / "data_summary.csv").read_text().splitlines()
+    assert len(summary) == 2 and summary[1].startswith("ger-eng,300,300,")
+    assert (out / "table1.tex").read_text().startswith(r"\begin{table}")
+    assert "Data and language models" in capsys.readouterr().out
+
+    before = (out / "results.json").read_text()
+    assert run(tmp_path, data_dir) == 0  # resumes: everything is complete, the same numbers come back
+    assert (out / "results.json").read_text() == before
+
+
+def test_eval_set_by_split_name(tmp_path, data_dir):
+    assert run(tmp_path, data_dir, "--eval-set", "dev") == 0
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results[0]["eval_set"] == "dev"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tasks", "fr-eng"], "unknown task(s) fr-eng (known: chi-eng, eng-ger, eng-jpn, ger-eng, jpn-eng)"),
+    (["--systems", "PBMT"], "system(s) PBMT are not built in this version"),
+    (["--systems", "SMT"], "unknown system(s) SMT"),
+    (["--eval-set", "newstest2099"], "split 'newstest2099' is not named in [splits]"),
+    (["--profile", "huge"], "huge.toml: no such config file (known profiles: paper, small, tiny)"),
+])
+def test_bad_arguments_are_clear_errors(tmp_path, data_dir, capsys, args, message):
+    assert main(["--data-dir", str(data_dir), "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "o"),
+                 *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_test_split_fails_with_the_places_looked(tmp_path, data_dir, capsys, monkeypatch):
+    monkeypatch.setenv("MT_OFFLINE", "1")
+    assert run(tmp_path, data_dir, "--eval-set", "test") == 1
+    err = capsys.readouterr().err
+    assert "split de-en/test" in err and str(data_dir / "de-en") in err and "offline" in err
+    assert not (tmp_path / "out").exists()
