@@ -111,7 +111,7 @@ def round_trip(target: Target, data_dir: Path, train_lines: int, merges: int, sh
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "text_roundtrip.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "text_roundtrip.json")
     parser.add_argument("--train-lines", type=int, default=20000)
     parser.add_argument("--merges", type=int, default=4000)
     parser.add_argument("--tasks", nargs="*", default=[t.task for t in TARGETS], help="a subset of the tasks")
