@@ -113,6 +113,135 @@ class LmProfile:
 
 
 @dataclass(frozen=True)
+class PbmtProfile:
+    """The phrase-based system (pipeline/smt): phrase extraction, decoder limits, MERT, lattices."""
+
+    max_phrase_length: int  # longest phrase on either side (Moses: 7)
+    options_per_phrase: int  # translation options kept per source phrase by weighted score (Moses -ttable-limit 20)
+    stack_limit: int  # hypotheses per stack (Moses -s)
+    beam_threshold: float  # prune hypotheses worse than the best times this (Moses -b); 0 turns it off
+    distortion_limit: int  # longest jump in source words (Moses -dl); negative: unlimited
+    mert_iterations: int  # at most this many decode + optimise rounds
+    mert_nbest: int  # n-best size decoded per MERT round
+    mert_random_directions: int  # random search directions besides the feature axes
+    mert_restarts: int  # random starting points besides the current weights
+    mert_sentences: int  # first N tuning sentences used by MERT; 0: all
+    nbest: int  # n-best list written for a decoded split
+    alpha: float  # path scale of the lattice posteriors, recorded in lattices.json
+    workers: int  # decoding processes
+
+
+@dataclass(frozen=True)
+class NmtTrainingProfile:
+    """How the models of one NMT architecture are trained, checkpointed and combined."""
+
+    seeds: tuple[int, ...]  # one model per seed; a system ensembles them (FNMT: the paper's 3 GRU models)
+    max_tokens: int  # a batch holds at most this many source or target tokens, padding included
+    lr: float  # Adam's learning rate (the peak, after warm-up)
+    lr_schedule: str  # "inverse_sqrt" (linear warm-up, then 1/sqrt(update) decay) or "constant" (after warm-up)
+    warmup_updates: int  # linear warm-up from 0 to lr; 0: none
+    label_smoothing: float
+    clip_norm: float  # gradient norm clipping; 0 turns it off
+    max_updates: int  # 0: no limit (the budget decides)
+    budget_seconds: float  # wall-clock time per model, across resumes, validation included; 0: no limit
+    checkpoint_every: int  # updates between checkpoints, each with validation loss and greedy BLEU
+    keep_checkpoints: int  # the last K checkpoints kept
+    average_checkpoints: int  # the last K checkpoints averaged into the decoded model (1: the last alone)
+    valid_sentences: int  # first N tuning sentences for validation; 0: all
+
+
+@dataclass(frozen=True)
+class GruProfile:
+    """Attention GRU (Bahdanau et al. 2015): bidirectional encoder, one-layer attentional decoder."""
+
+    vocab_size: int  # per language, specials included; 0: the whole BuildVocab vocabulary
+    embed_size: int
+    hidden_size: int  # per encoder direction, and the decoder state
+    attention_size: int
+    encoder_layers: int
+    dropout: float
+    training: NmtTrainingProfile
+
+
+@dataclass(frozen=True)
+class TransformerProfile:
+    """Pre-norm Transformer (Vaswani et al. 2017) encoder-decoder."""
+
+    vocab_size: int  # per language, specials included; 0: the whole BuildVocab vocabulary
+    layers: int  # encoder layers and decoder layers, each
+    model_size: int
+    heads: int
+    ff_size: int
+    dropout: float
+    training: NmtTrainingProfile
+
+
+@dataclass(frozen=True)
+class NmtProfile:
+    gru: GruProfile
+    transformer: TransformerProfile
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'nmt.', what is wrong) for every value that is out of range."""
+        found = []
+        for arch in ("gru", "transformer"):
+            model = getattr(self, arch)
+            t = model.training
+            checks = [
+                ("vocab_size", model.vocab_size == 0 or model.vocab_size > 4, "must be 0 or more than the 4 specials"),
+                ("dropout", 0 <= model.dropout < 1, "must be in [0, 1)"),
+                ("training.seeds", 0 < len(t.seeds) == len(set(t.seeds)), "must be distinct, at least one"),
+                ("training.lr_schedule", t.lr_schedule in ("inverse_sqrt", "constant"),
+                 "must be 'inverse_sqrt' or 'constant'"),
+                ("training.max_tokens", t.max_tokens > 0, "must be positive"),
+                ("training.label_smoothing", 0 <= t.label_smoothing < 1, "must be in [0, 1)"),
+                ("training.max_updates", t.max_updates > 0 or t.budget_seconds > 0,
+                 "or training.budget_seconds must be positive"),
+                ("training.checkpoint_every", t.checkpoint_every > 0, "must be positive"),
+                ("training.average_checkpoints", 1 <= t.average_checkpoints <= t.keep_checkpoints,
+                 "must be between 1 and keep_checkpoints"),
+            ]
+            if arch == "transformer":
+                checks.append(("heads", model.heads > 0 and model.model_size % model.heads == 0,
+                               "must divide model_size"))
+            found += [(f"{arch}.{key}", problem) for key, ok, problem in checks if not ok]
+        return found
+
+
+@dataclass(frozen=True)
+class DecodeProfile:
+    """Batched beam decoding of the NMT systems (pipeline/decode). Batching and sorting change the speed only."""
+
+    beam: int  # hypotheses kept per sentence (the paper's research systems: 12)
+    batch_sentences: int  # sentences decoded together in one batch; 1: beam batching alone
+    sort: bool  # sort sentences by source length before batching (the output keeps the input order)
+    threshold: float  # early pruning: drop candidates below threshold x the best one's probability; 0: off
+    length_penalty: float  # rank finished hypotheses by score / length^alpha; 0: by score
+    max_length_a: float  # at most a * |source subwords| + b output subwords
+    max_length_b: int
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'decode.', what is wrong) for every value that is out of range."""
+        checks = [("beam", self.beam >= 1, "must be at least 1"),
+                  ("batch_sentences", self.batch_sentences >= 1, "must be at least 1"),
+                  ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
+                  ("max_length_a", self.max_length_a >= 0, "must not be negative"),
+                  ("max_length_b", self.max_length_b >= 0, "must not be negative")]
+        return [(key, problem) for key, ok, problem in checks if not ok]
+
+
+@dataclass(frozen=True)
+class LmbrProfile:
+    """The LMBR evidence space, its n-gram posteriors and theta (ALGORITHMS.md sections 2-3)."""
+
+    order: int  # n-gram orders 1..order (the paper: 4)
+    semiring: str  # strings with several derivations: "tropical" (best derivation) or "log" (summed)
+    nbest: int  # evidence space: 0 = the full lattice; 200 = the paper's accelerated system
+    theta_convention: str  # "plain" (Theta_0 = -1) or "scaled" (divided by T)
+    theta_t: float  # T of the scaled convention (10 in the Cambridge tools)
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -120,6 +249,10 @@ class Profile:
     data: DataProfile
     bpe: BpeProfile
     lm: LmProfile
+    pbmt: PbmtProfile
+    nmt: NmtProfile
+    decode: DecodeProfile
+    lmbr: LmbrProfile
     path: Path = Path()
 
 
@@ -148,6 +281,22 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
     for key in ("train_pairs", "tune_sentences", "eval_sentences", "min_tokens", "max_tokens"):
         if getattr(profile.data, key) < 0:
             raise ConfigError(f"{path}: key 'data.{key}' must not be negative")
+    for key in ("max_phrase_length", "stack_limit", "mert_nbest", "workers"):
+        if getattr(profile.pbmt, key) < 1:
+            raise ConfigError(f"{path}: key 'pbmt.{key}' must be at least 1")
+    for key, problem in profile.nmt.problems():
+        raise ConfigError(f"{path}: key 'nmt.{key}' {problem}")
+    for key, problem in profile.decode.problems():
+        raise ConfigError(f"{path}: key 'decode.{key}' {problem}")
+    lmbr = profile.lmbr
+    for key, ok, problem in (("order", 1 <= lmbr.order <= 4, "must be between 1 and 4"),
+                             ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
+                             ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
+                             ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
+                              "must be 'plain' or 'scaled'"),
+                             ("theta_t", lmbr.theta_t > 0, "must be positive")):
+        if not ok:
+            raise ConfigError(f"{path}: key 'lmbr.{key}' {problem}")
     return profile
 
 

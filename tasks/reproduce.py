@@ -29,7 +29,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", help="scale profile (tiny, small, paper); default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",
-                   help=f"comma-separated systems of {', '.join(PAPER_SYSTEMS)}, or 'all' (every built one)")
+                   help=f"comma-separated systems of {', '.join(PAPER_SYSTEMS)}, 'all' (every built one), "
+                        "or 'none' (data and LM only)")
     p.add_argument("--eval-set", default="devtest",
                    help=f"evaluation set: {', '.join(EVAL_SET_ALIASES)} or a split name of the task configs")
     p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, ../shared/data)")
@@ -43,6 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _choose(value: str, known: tuple[str, ...], default: tuple[str, ...], what: str) -> list[str]:
+    if value == "none":
+        return []
     chosen = list(default) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
     unknown = [v for v in chosen if v not in known]
     if unknown:

@@ -13,7 +13,10 @@ PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
 
 def translation_tasks() -> dict[str, type[SplitTask]]:
     """The systems built in this version, by name."""
-    return {}
+    from tasks.decode import DecodeFNMT, DecodeTNMT
+    from tasks.smt import DecodePBMT
+
+    return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "TNMT": DecodeTNMT}
 
 
 def translation_task(system: str) -> type[SplitTask]:

@@ -5,10 +5,11 @@ import argparse
 import logging
 import sys
 
-from pipeline.cli import bleu_command, config_command, text_commands
+from pipeline.cli import (bleu_command, config_command, pbmt_command, posteriors_command, text_commands,
+                          translate_command)
 from pipeline.errors import PipelineError
 
-SUBCOMMANDS = (bleu_command, config_command, text_commands)
+SUBCOMMANDS = (bleu_command, config_command, pbmt_command, posteriors_command, text_commands, translate_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,121 @@
+"""Benchmark: the same Transformer decoded by CTranslate2 and by our batched beam decoder, fp32 and int8, on the CPU.
+
+The model (--model: an averaged Transformer, e.g. the AverageCheckpoints artifact of the small profile; else random
+weights at the --profile's sizes) is exported with pipeline/nmt/export_ct2.py. Both sides decode the same BPE
+sentences with the same beam, the same number of sentences per batch (sorted by length on both sides), raw scores
+(no length penalty), B finished hypotheses before a sentence stops (CTranslate2's patience 1) and the same threads;
+CTranslate2 gets one global length limit (the largest of ours). int8: CTranslate2's compute_type int8 against
+torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times and
+the fastest run is kept. Prints a table and writes JSON.
+
+    .venv/bin/python benchmarks/ct2_speed.py --model work/small/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
+        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from beam_speed import REPO, load, machine, sources, timed, tokens_of  # noqa: E402
+from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
+from pipeline.decode.scores import max_output_lengths  # noqa: E402
+from pipeline.nmt.export_ct2 import export_model  # noqa: E402
+from pipeline.vocab import Vocabulary  # noqa: E402
+
+import torch  # noqa: E402  (after beam_speed, which sets OMP_WAIT_POLICY for both decoders)
+
+
+def target_vocabulary(model, args) -> Vocabulary:
+    if args.model:
+        from pipeline.decode.translate import load_models
+
+        return load_models(args.model, "cpu").tgt_vocab
+    return Vocabulary.build([[f"w{i}" for i in range(args.random_vocab - 4)]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import ctranslate2
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", nargs="+", help="a Transformer checkpoint / artifact folder (default: random weights)")
+    p.add_argument("--profile", default="small", help="sizes of the random-weight model")
+    p.add_argument("--random-vocab", type=int, default=8000)
+    p.add_argument("--source", help="BPE source lines (default: synthetic sentences)")
+    p.add_argument("--sentences", type=int, default=200)
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--batch-sentences", type=int, default=16)
+    p.add_argument("--max-length-a", type=float, default=2.0)
+    p.add_argument("--max-length-b", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
+    args = p.parse_args(argv)
+    args.architecture = "transformer"
+
+    torch.set_num_threads(args.threads)
+    ensemble, src_vocab, model_info = load(args)
+    model = ensemble.models[0]
+    if model.config.architecture != "transformer":
+        raise SystemExit("ct2_speed.py compares Transformers only")
+    tgt_vocab = target_vocabulary(model, args)
+    ids, words, data = sources(args, src_vocab, args.sentences)
+    tokens = [src_vocab.decode(s[:-1]) for s in ids]  # CTranslate2 adds the EOS itself (add_source_eos)
+    lengths = torch.tensor([len(s) for s in ids])
+    longest = int(max_output_lengths(lengths, args.max_length_a, args.max_length_b).max())
+    settings = SearchSettings(beam=args.beam, max_length_a=args.max_length_a, max_length_b=args.max_length_b)
+    quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="ct2_speed-") as tmp, torch.inference_mode():
+        export_model(model, src_vocab, tgt_vocab, Path(tmp) / "ct2")
+        for precision, ours, compute_type in (("fp32", model, "float32"), ("int8", quantized, "int8")):
+            translator = ctranslate2.Translator(str(Path(tmp) / "ct2"), device="cpu", compute_type=compute_type,
+                                                inter_threads=1, intra_threads=args.threads)
+
+            def run_ct2():
+                return translator.translate_batch(
+                    tokens, max_batch_size=args.batch_sentences, batch_type="examples", beam_size=args.beam,
+                    patience=1, length_penalty=0, min_decoding_length=0, max_decoding_length=longest,
+                    return_scores=True)
+
+            def run_ours():
+                return decode_sources(ours, ids, settings, batch_sentences=args.batch_sentences, sort=True)
+
+            run_ct2(), run_ours()  # warm-up
+            ct2_s, ct2_out = timed(args.runs, run_ct2)
+            ours_s, ours_out = timed(args.runs, run_ours)
+            ct2_tokens = [tuple(tgt_vocab.encode(r.hypotheses[0])) for r in ct2_out]
+            agree = sum(a[0] == b for a, b in zip(tokens_of(ours_out), ct2_tokens))
+            results[precision] = {
+                "ct2_seconds": round(ct2_s, 3), "ours_seconds": round(ours_s, 3),
+                "ct2_wpm": round(60 * sum(words) / ct2_s, 1), "ours_wpm": round(60 * sum(words) / ours_s, 1),
+                "ct2_over_ours": round(ours_s / ct2_s, 2), "same_1best_sentences": agree,
+                "ours_target_tokens": sum(len(h[0].tokens) for h in ours_out),
+                "ct2_target_tokens": sum(len(t) for t in ct2_tokens)}
+            r = results[precision]
+            print(f"{precision}: CTranslate2 {r['ct2_wpm']:8.0f} wpm, ours {r['ours_wpm']:8.0f} wpm: CTranslate2 is "
+                  f"{r['ct2_over_ours']:.2f}x ours; same 1-best on {agree}/{len(ids)} sentences", file=sys.stderr)
+    summary = {"benchmark": "ct2_speed", "command": " ".join([Path(sys.executable).name, *sys.argv]),
+               "machine": {**machine(args.threads), "load_average_at_end": os.getloadavg()},
+               "ctranslate2": ctranslate2.__version__, "model": model_info, "data": data, "beam": args.beam,
+               "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
+               "ct2_settings": {"patience": 1, "length_penalty": 0, "min_decoding_length": 0,
+                                "max_decoding_length": longest, "inter_threads": 1, "intra_threads": args.threads},
+               "int8": {"ours": "torch.ao.quantization.quantize_dynamic(nn.Linear, qint8)",
+                        "ct2": "compute_type=int8"},
+               "results": results}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

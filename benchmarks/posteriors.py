@@ -1,0 +1,267 @@
+"""Benchmark: exact n-gram posteriors (orders 1-4) + the L matrix per sentence, full lattice vs n-best.
+
+For every sentence: wall time of the posteriors (evidence space + forward algorithm) and of building L, peak
+Python-heap memory of both (tracemalloc, numpy included; measured in a second pass so that tracing does not
+slow the timed pass), rows and stored entries of L. Reports median and 90th percentile per mode, and the
+process's peak RSS. Also times the decoder's per-step operations (dense L rows and next rows for a batch).
+
+Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
+stack decoding with recombination on the last two words and a stack limit, BPE-like 1-2 tokens per word, so
+a few hundred hypothesis states and thousands of arcs); or a decoded split's folder (PBMT output,
+docs/LATTICE_FORMAT.md) with --lattices, mapped to target units with --codes/--vocab.
+
+    .venv/bin/python benchmarks/posteriors.py --sentences 20
+    .venv/bin/python benchmarks/posteriors.py --lattices work/.../pbmt-xxx --codes .../codes.en \\
+        --vocab .../vocab.en.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from lattices.evidence import evidence_space  # noqa: E402
+from lattices.lattice import Lattice  # noqa: E402
+from lattices.lmatrix import build_lmatrix  # noqa: E402
+from lattices.posteriors import forward_posteriors  # noqa: E402
+from lattices.theta import Theta  # noqa: E402
+from pipeline.vocab import SPECIALS, Vocabulary  # noqa: E402
+
+#: Theta from typical dev-set precisions (the numbers only scale L; they do not change the timings).
+THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")
+
+
+# ---------------------------------------------------------------------------------------------- synthetic data
+def synthetic_lattice(rng: random.Random, vocab: Vocabulary, words: int = 25, stack: int = 24,
+                      options: int = 3, max_phrase: int = 3) -> Lattice:
+    """A phrase-based search graph over target tokens: hypotheses (source position, last two words) are states,
+    phrase applications are chains of token arcs, recombined hypotheses keep all their incoming chains."""
+    V = len(vocab)
+    first = len(SPECIALS)
+
+    def token() -> int:  # Zipf-like over the vocabulary
+        return first + min(int(rng.paretovariate(1.1)) - 1, V - first - 1) if rng.random() < 0.5 \
+            else rng.randrange(first, V)
+
+    # each source word: a few candidate target words, each 1-2 BPE-like tokens
+    candidates = [[tuple(token() for _ in range(rng.choice((1, 1, 1, 2)))) for _ in range(4)] for _ in range(words)]
+    phrases: dict[tuple[int, int], list[tuple[tuple[tuple[int, ...], ...], float]]] = {}
+    for j in range(words):
+        for n in range(1, max_phrase + 1):
+            if j + n <= words:
+                opts = []
+                for _ in range(options):
+                    target = tuple(rng.choice(candidates[k]) for k in range(j, j + n) if rng.random() < 0.9)
+                    opts.append((target or (rng.choice(candidates[j]),), rng.expovariate(0.5)))
+                phrases[(j, n)] = opts
+    arcs: list[tuple[int, int, int, float]] = [(0, 1, vocab.bos_id, 0.0)]
+    next_state = 2
+    # stacks[j]: recombination key (the last two target words) -> (state, best score)
+    stacks: list[dict[tuple, tuple[int, float]]] = [{} for _ in range(words + 1)]
+    stacks[0][()] = (1, 0.0)
+    # pending[j]: phrase applications into stack j as (source state, key, score, target words, cost)
+    pending: list[list[tuple[int, tuple, float, tuple, float]]] = [[] for _ in range(words + 1)]
+    for j in range(words + 1):
+        if j:  # recombine and prune the applications into stack j, then keep every chain into a survivor
+            best: dict[tuple, float] = {}
+            for _, key, score, _, _ in pending[j]:
+                best[key] = min(best.get(key, float("inf")), score)
+            for key in sorted(best, key=best.get)[:stack]:
+                stacks[j][key] = (next_state, best[key])
+                next_state += 1
+            for src, key, _, target, cost in pending[j]:
+                if key not in stacks[j]:
+                    continue
+                tokens = [t for word in target for t in word]
+                q = src
+                for k, t in enumerate(tokens):
+                    if k == len(tokens) - 1:
+                        nxt = stacks[j][key][0]
+                    else:
+                        nxt, next_state = next_state, next_state + 1
+                    arcs.append((q, nxt, t, cost if k == 0 else 0.0))
+                    q = nxt
+        if j == words:
+            break
+        for key, (state, score) in stacks[j].items():
+            for n in range(1, max_phrase + 1):
+                for target, tm_cost in phrases.get((j, n), ()):
+                    cost = tm_cost + rng.expovariate(0.4) * len(target)  # + an LM-like cost
+                    pending[j + n].append((state, (key + target)[-2:], score + cost, target, cost))
+    final = next_state
+    for state, _ in stacks[words].values():
+        arcs.append((state, final, vocab.eos_id, 0.0))
+    return Lattice.from_arcs(final + 1, 0, arcs, {final: 0.0})
+
+
+# ---------------------------------------------------------------------------------------------- measurement
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, np.float64), q)) if values else float("nan")
+
+
+def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int) -> dict:
+    """One sentence, one mode: timed pass, then a traced pass for the memory peak."""
+    started = time.perf_counter()
+    posteriors = forward_posteriors(evidence_space(lattice, semiring, alpha, nbest), 4)
+    middle = time.perf_counter()
+    lmatrix = build_lmatrix(posteriors, THETA, vocab_size)
+    finished = time.perf_counter()
+    tracemalloc.start()
+    forward_posteriors(evidence_space(lattice, semiring, alpha, nbest), 4)
+    _, peak_post = tracemalloc.get_traced_memory()
+    tracemalloc.reset_peak()
+    build_lmatrix(posteriors, THETA, vocab_size)
+    _, peak_l = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"posteriors_s": middle - started, "lmatrix_s": finished - middle, "total_s": finished - started,
+            "peak_mb": max(peak_post, peak_l) / 2 ** 20, "ngrams": len(posteriors), "rows": lmatrix.num_rows,
+            "nnz": lmatrix.nnz, "l_bytes": lmatrix.nbytes(), "lmatrix": lmatrix}
+
+
+def decoder_step(matrices: list, beam: int, repeats: int, threads: int) -> dict:
+    """Median time of the two per-step operations for one batch of len(matrices) sentences x beam."""
+    import torch
+
+    from lattices.batch import LMatrixBatch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        batch = LMatrixBatch(matrices)
+        gen = torch.Generator().manual_seed(0)
+        rows = torch.cat([torch.randint(int(batch.row_offsets[s]), int(batch.row_offsets[s + 1]), (beam,),
+                                        generator=gen) for s in range(len(matrices))])
+        tokens = torch.randint(0, batch.vocab_size, rows.shape, generator=gen)
+        buffer = torch.empty(rows.numel(), batch.vocab_size)
+        dense_s, next_s = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            batch.rows(rows, out=buffer)
+            t1 = time.perf_counter()
+            batch.next_rows(rows, tokens)
+            t2 = time.perf_counter()
+            dense_s.append(t1 - t0)
+            next_s.append(t2 - t1)
+    finally:
+        torch.set_num_threads(saved)
+    return {"sentences": len(matrices), "beam": beam, "hypotheses": int(rows.numel()), "vocab": batch.vocab_size,
+            "rows_dense_ms": 1e3 * statistics.median(dense_s), "next_rows_ms": 1e3 * statistics.median(next_s),
+            "torch_threads": threads}
+
+
+def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str]:
+    if args.lattices is None:
+        vocab = Vocabulary(SPECIALS + tuple(f"tok{i}" for i in range(args.vocab_size - len(SPECIALS))))
+        rng = random.Random(args.seed)
+        lattices = [synthetic_lattice(rng, vocab, words=args.words, stack=args.stack)
+                    for _ in range(args.sentences)]
+        return lattices, len(vocab), f"synthetic (seed {args.seed}, {args.words} words, stack {args.stack})"
+    from lattices.fst_io import lattice_paths, read_lattice
+    from lattices.units import TokenMapper, map_lattice
+
+    if args.vocab is None:
+        raise SystemExit("--lattices needs --vocab (and --codes for BPE units)")
+    mapper = TokenMapper.from_files(args.codes, args.vocab)
+    paths = lattice_paths(args.lattices)[: args.sentences]
+    return [map_lattice(read_lattice(p), mapper) for p in paths], len(mapper.vocab), str(args.lattices)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lattices", type=Path, default=None, help="a decoded split's folder (lattices/<i>.fst)")
+    parser.add_argument("--codes", type=Path, default=None, help="BPE codes of the target (with --lattices)")
+    parser.add_argument("--vocab", type=Path, default=None, help="target vocabulary JSON (with --lattices)")
+    parser.add_argument("--sentences", type=int, default=20, help="sentences to measure (first N)")
+    parser.add_argument("--words", type=int, default=25, help="synthetic: source words per sentence")
+    parser.add_argument("--stack", type=int, default=24, help="synthetic: stack limit (hypotheses per stack)")
+    parser.add_argument("--vocab-size", type=int, default=32000, help="synthetic: target vocabulary size")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--alpha", type=float, default=1.0)
+    parser.add_argument("--semiring", choices=("tropical", "log"), default="tropical")
+    parser.add_argument("--nbest", type=int, default=200, help="n of the n-best mode")
+    parser.add_argument("--beam", type=int, default=12, help="decoder step: beam per sentence")
+    parser.add_argument("--batch", type=int, default=7, help="decoder step: sentences per batch")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="decoder step: torch threads (on a busy 2-core machine 2 threads is slower)")
+    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/posteriors.json")
+    args = parser.parse_args(argv)
+
+    lattices, vocab_size, source = load_lattices(args)
+    modes = {"full lattice": 0, f"{args.nbest}-best": args.nbest}
+    summary: dict = {}
+    per_sentence: dict = {}
+    step: dict = {}
+    for name, nbest in modes.items():
+        runs = []
+        for i, lattice in enumerate(lattices):
+            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size))
+            print(f"{name}: sentence {i + 1}/{len(lattices)}: {runs[-1]['total_s']:.3f} s", file=sys.stderr)
+        stats = {}
+        for key in ("posteriors_s", "lmatrix_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
+            values = [r[key] for r in runs]
+            stats[key] = {"median": statistics.median(values), "p90": percentile(values, 90)}
+        summary[name] = stats
+        per_sentence[name] = [{k: v for k, v in r.items() if k != "lmatrix"} for r in runs]
+        step[name] = decoder_step([r["lmatrix"] for r in runs[: args.batch]], args.beam, 50, args.torch_threads)
+
+    sizes = {"states": [lat.num_states for lat in lattices], "arcs": [lat.num_arcs for lat in lattices]}
+    rows = [("sentences", str(len(lattices)), str(len(lattices))),
+            ("lattice states (median)", *[f"{statistics.median(sizes['states']):.0f}"] * 2),
+            ("lattice arcs (median)", *[f"{statistics.median(sizes['arcs']):.0f}"] * 2)]
+    labels = [("posteriors s", "posteriors_s", "{:.3f}"), ("L build s", "lmatrix_s", "{:.3f}"),
+              ("posteriors + L s", "total_s", "{:.3f}"), ("peak heap MB", "peak_mb", "{:.1f}"),
+              ("n-grams (orders 1-4)", "ngrams", "{:.0f}"), ("rows of L", "rows", "{:.0f}"),
+              ("stored entries (nnz)", "nnz", "{:.0f}"), ("L storage KB", "l_bytes", "{:.0f}")]
+    for label, key, fmt in labels:
+        cells = []
+        for name in modes:
+            s = summary[name][key]
+            scale = 1 / 1024 if key == "l_bytes" else 1
+            cells.append(f"{fmt.format(s['median'] * scale)} / {fmt.format(s['p90'] * scale)}")
+        rows.append((f"{label} (median / p90)", *cells))
+    rows.append((f"step: dense rows [{args.batch}x{args.beam}, V] ms ({args.torch_threads} thr)",
+                 *[f"{step[n]['rows_dense_ms']:.2f}" for n in modes]))
+    rows.append(("step: next rows ms", *[f"{step[n]['next_rows_ms']:.3f}" for n in modes]))
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    width = max(len(r[0]) for r in rows)
+    header = ("", *modes)
+    col = max(len(c) for r in rows + [header] for c in r[1:])
+    print(f"{'':<{width}}  " + "  ".join(f"{h:>{col}}" for h in modes))
+    for r in rows:
+        print(f"{r[0]:<{width}}  " + "  ".join(f"{c:>{col}}" for c in r[1:]))
+    print(f"source: {source}; semiring {args.semiring}; alpha {args.alpha}; peak RSS {peak_rss_mb:.0f} MB")
+
+    import torch
+
+    result = {
+        "benchmark": "posteriors",
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "source": source, "sentences": len(lattices), "semiring": args.semiring, "alpha": args.alpha,
+        "vocab_size": vocab_size, "modes": modes, "lattice_sizes": sizes, "summary": summary,
+        "decoder_step": step, "per_sentence": per_sentence, "peak_rss_mb": peak_rss_mb,
+        "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
+                    "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
+                    "numpy": np.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+                    "posterior_threads": 1, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The row lookup of L as a small deterministic automaton: next_row(row, token).
+
+The rows of L are the histories h of 0..M tokens (M = order - 1 = 3) that occur in the evidence space; row 0 is
+the empty history. A hypothesis uses the row of the LONGEST suffix of its history that is a row (exact: see
+shared/docs/ALGORITHMS.md section 4). That row depends only on the previous row and the new token: if s.y is a
+row then s is a row (the rows are closed under prefixes and suffixes, being substrings of the evidence), so s is
+a suffix of the previous row. The automaton therefore needs, per (row, token):
+
+- an *exception* when the longest row-suffix of (row . token) has 2 or more tokens (few: about one per bigram,
+  trigram and its contexts), stored sorted by key ``(row << 32) | token``;
+- otherwise the *unigram row* of the token, when the token occurs in the evidence space;
+- otherwise row 0 (the empty history): a token outside the evidence space resets the history.
+
+:meth:`RowAutomaton.next_rows` is the vectorised numpy form (one ``searchsorted`` per table);
+:class:`lattices.batch.LMatrixBatch` does the same in torch for a batch of sentences.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["RowAutomaton", "row_key"]
+
+_SHIFT = 32
+
+
+def row_key(rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """The int64 key of (row, token) pairs used by the transition tables."""
+    return (np.asarray(rows, np.int64) << _SHIFT) | np.asarray(tokens, np.int64)
+
+
+@dataclass(frozen=True)
+class RowAutomaton:
+    """Rows (``histories[i]`` is row i; row 0 is ``()``) and the transitions between them."""
+
+    histories: tuple[tuple[int, ...], ...]
+    max_history: int
+    unigram_tokens: np.ndarray  # [U] sorted tokens y that are rows (y,)
+    unigram_rows: np.ndarray    # [U] the row of (y,)
+    trans_rows: np.ndarray      # [T] exceptions, sorted by (row, token)
+    trans_tokens: np.ndarray    # [T]
+    trans_next: np.ndarray      # [T]
+
+    @classmethod
+    def build(cls, ngrams: Iterable[Sequence[int]], max_history: int) -> "RowAutomaton":
+        """Rows from the n-grams of orders 1..max_history of the evidence space (their substrings must be there)."""
+        grams = sorted({tuple(int(x) for x in g) for g in ngrams if 1 <= len(g) <= max_history},
+                       key=lambda g: (len(g), g))
+        histories: tuple[tuple[int, ...], ...] = ((),) + tuple(grams)
+        index = {h: i for i, h in enumerate(histories)}
+        for h in grams:
+            if h[1:] not in index or h[:-1] not in index:
+                raise ValueError(f"history {h} occurs but not its prefix or suffix: not the n-grams of one lattice")
+        continuations: dict[tuple[int, ...], list[int]] = {}
+        for h in grams:
+            if len(h) >= 2:
+                continuations.setdefault(h[:-1], []).append(h[-1])
+        t_rows: list[int] = []
+        t_tokens: list[int] = []
+        t_next: list[int] = []
+        for i, h in enumerate(histories):
+            found: dict[int, int] = {}
+            for j in range(min(len(h), max_history - 1), 0, -1):  # longest suffix first
+                s = h[-j:]
+                for y in continuations.get(s, ()):
+                    if y not in found:
+                        found[y] = index[s + (y,)]
+            for y in sorted(found):
+                t_rows.append(i)
+                t_tokens.append(y)
+                t_next.append(found[y])
+        unigrams = [h for h in grams if len(h) == 1]
+        return cls(histories, max_history,
+                   np.asarray([h[0] for h in unigrams], np.int64), np.asarray([index[h] for h in unigrams], np.int64),
+                   np.asarray(t_rows, np.int64), np.asarray(t_tokens, np.int64), np.asarray(t_next, np.int64))
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.histories)
+
+    def next_rows(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """Vectorised next_row: ``rows`` [B] and ``tokens`` [B] -> next rows [B] (int64)."""
+        rows = np.asarray(rows, np.int64)
+        tokens = np.asarray(tokens, np.int64)
+        result = np.zeros(np.broadcast(rows, tokens).shape, np.int64)
+        if self.unigram_tokens.size:
+            j = np.minimum(np.searchsorted(self.unigram_tokens, tokens), self.unigram_tokens.size - 1)
+            hit = self.unigram_tokens[j] == tokens
+            result = np.where(hit, self.unigram_rows[j], result)
+        if self.trans_rows.size:
+            keys = row_key(self.trans_rows, self.trans_tokens)
+            query = row_key(rows, tokens)
+            i = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+            hit = keys[i] == query
+            result = np.where(hit, self.trans_next[i], result)
+        return result
+
+    def next_row(self, row: int, token: int) -> int:
+        return int(self.next_rows(np.asarray([row]), np.asarray([token]))[0])
+
+    def row_of(self, history: Sequence[int]) -> int:
+        """The row of a whole history (its longest suffix that is a row), by running the automaton from row 0."""
+        row = 0
+        for y in history:
+            row = self.next_row(row, y)
+        return row

@@ -1,0 +1,125 @@
+"""`lmbr translate MODEL...`: translate a file with a trained NMT model or ensemble (batched beam search).
+
+MODEL: checkpoint files (several: an ensemble), a system.json (NMTSystem), or an artifact folder of the NMT tasks
+(NMTSystem, AverageCheckpoints, TrainNMT). Input is raw text, preprocessed like the task's data (tokenizer of
+`--task`, the truecaser of `--truecaser-dir`, the BPE codes of `--bpe-codes`), or BPE subwords with `--bpe-input`.
+Output is detokenized text (`-o`), optionally also the subwords (`--bpe-output`); with `--nbest N > 1` both are
+Moses-style n-best lists. Search settings default to the `[decode]` section of `--profile`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline import config as configs
+from pipeline.errors import DataError
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("translate", help="translate text with an NMT model or ensemble (batched beam search)")
+    p.add_argument("models", nargs="+", help="checkpoint files, system.json, or NMT artifact folders (one ensemble)")
+    p.add_argument("-i", "--input", default="-", help="input text, one segment a line (.gz allowed; - : stdin)")
+    p.add_argument("-o", "--output", default="-", help="detokenized translation (- : stdout)")
+    p.add_argument("--bpe-output", help="also write the BPE subwords of the output here")
+    p.add_argument("--timings", help="write the timings (words per minute, seconds, peak memory) as JSON here")
+    p.add_argument("--task", required=True, help="task config (e.g. ger-eng): languages and tokenizers")
+    p.add_argument("--bpe-codes", help="source BPE codes (LearnBPE's codes.<source>); not with --bpe-input")
+    p.add_argument("--truecaser-dir", help="folder of truecase.<lang>.json (TrainTruecaser), for cased languages")
+    p.add_argument("--bpe-input", action="store_true", help="the input is already BPE subwords")
+    p.add_argument("--profile", default="tiny", help="profile whose [decode] section gives the defaults (tiny)")
+    p.add_argument("--beam", type=_positive, help="hypotheses kept per sentence")
+    p.add_argument("--batch-sentences", type=_positive, help="sentences decoded together")
+    p.add_argument("--sort", action=argparse.BooleanOptionalAction, default=None,
+                   help="sort sentences by length before batching (the output keeps the input order)")
+    p.add_argument("--nbest", type=_positive, default=1, help="hypotheses written per sentence (<= beam)")
+    p.add_argument("--threshold", type=float, help="early pruning: drop candidates below threshold x the best's "
+                                                   "probability (0: off; the paper's accelerated system: 0.01)")
+    p.add_argument("--length-penalty", type=float, help="rank finished hypotheses by score / length^alpha")
+    p.add_argument("--max-length-a", type=float, help="at most a * |source subwords| + b output subwords")
+    p.add_argument("--max-length-b", type=int, help="see --max-length-a")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
+    p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
+    p.set_defaults(run=run)
+
+
+def _processor(task: configs.TaskConfig, lang: str, truecaser_dir: str | None, codes: str | None):
+    from pipeline.text import BpeSegmenter, TextProcessor, Truecaser, get_tokenizer
+
+    truecaser = None
+    if task.languages[lang].truecase:
+        if truecaser_dir is None:
+            raise DataError(f"{lang} is cased in task {task.name}: give --truecaser-dir (TrainTruecaser's folder)")
+        path = Path(truecaser_dir) / f"truecase.{lang}.json"
+        if not path.is_file():
+            raise DataError(f"{path}: no such truecasing model")
+        truecaser = Truecaser.load(path)
+    return TextProcessor(tokenizer=get_tokenizer(task.languages[lang].tokenizer, lang),
+                         truecaser=truecaser, bpe=BpeSegmenter(Path(codes)) if codes else None)
+
+
+def _write(path: str, lines: list[str]) -> None:
+    from pipeline.io import write_lines
+
+    if path == "-":
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    else:
+        write_lines(Path(path), lines)
+
+
+def _stdin_lines() -> list[str]:
+    text = sys.stdin.read()
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") or not text else lines
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from pipeline.decode.beam_search import SearchSettings
+    from pipeline.decode.translate import format_nbest, load_models, translate_lines
+    from pipeline.io import read_lines, write_json
+
+    task = configs.load_task(args.task)
+    decode = configs.load_profile(args.profile).decode
+    if args.bpe_input == bool(args.bpe_codes):
+        raise DataError("give --bpe-codes for raw input, or --bpe-input for input that is already BPE subwords")
+    try:
+        settings = SearchSettings(
+            beam=args.beam or decode.beam, nbest=args.nbest,
+            threshold=decode.threshold if args.threshold is None else args.threshold,
+            length_penalty=decode.length_penalty if args.length_penalty is None else args.length_penalty,
+            max_length_a=decode.max_length_a if args.max_length_a is None else args.max_length_a,
+            max_length_b=decode.max_length_b if args.max_length_b is None else args.max_length_b)
+    except ValueError as e:
+        raise DataError(str(e)) from None
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    source = None if args.bpe_input else _processor(task, task.source, args.truecaser_dir, args.bpe_codes)
+    target = _processor(task, task.target, args.truecaser_dir, None)
+    lines = _stdin_lines() if args.input == "-" else list(read_lines(Path(args.input)))
+    models = load_models([Path(m) for m in args.models], device)
+    result = translate_lines(lines, models, settings, target, source,
+                             batch_sentences=args.batch_sentences or decode.batch_sentences,
+                             sort=decode.sort if args.sort is None else args.sort)
+    nbest = args.nbest > 1
+    _write(args.output, format_nbest(result) if nbest else result.text)
+    if args.bpe_output:
+        _write(args.bpe_output, format_nbest(result, bpe=True) if nbest else result.bpe)
+    stats = {**result.stats, "model_files": [str(m) for m in models.members], "task": task.name}
+    if args.timings:
+        write_json(Path(args.timings), stats)
+    print(f"lmbr translate: {stats['sentences']} sentences, {stats['source_words']} source words in "
+          f"{stats['seconds']:.2f} s: {stats['words_per_minute']:.0f} words/minute (beam {settings.beam}, "
+          f"{stats['batch_sentences']} sentences per batch, {stats['device']}, {stats['threads']} threads)",
+          file=sys.stderr)
+    return 0

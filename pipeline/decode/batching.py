@@ -1,0 +1,82 @@
+"""Sentence batching: which sentences are decoded together, and the results back in input order.
+
+The paper decodes S sentences x B beam items per step; sorting the sentences by length first keeps the sentences
+of a batch similar, so they finish at about the same step and little work is spent on short batches' stragglers
+(paper, section 3.1: sorting alone took 7-sentence batches from 17000 to 24000 words per minute).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from pipeline.decode.beam_search import SearchSettings, beam_search
+from pipeline.decode.finalize import Hypothesis
+from pipeline.decode.hooks import HookFactory
+from pipeline.decode.scores import max_output_lengths
+from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.interface import Ensemble, StepModel
+
+__all__ = ["decode_sources", "make_batches", "model_device", "position_limit"]
+
+
+def make_batches(lengths: Sequence[int], batch_sentences: int, sort: bool = True) -> list[list[int]]:
+    """Input indices in batches of at most `batch_sentences`: longest first if `sort` (stable), else input order."""
+    if batch_sentences < 1:
+        raise ValueError(f"batch_sentences must be at least 1, not {batch_sentences}")
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i]) if sort else list(range(len(lengths)))
+    return [order[i: i + batch_sentences] for i in range(0, len(order), batch_sentences)]
+
+
+def _members(model) -> list:
+    for attribute in ("models", "model"):  # an Ensemble, or an adapter around a model
+        inner = getattr(model, attribute, None)
+        if inner is not None:
+            return [m for member in (inner if isinstance(inner, (list, tuple)) else [inner])
+                    for m in _members(member)]
+    return [model]
+
+
+def model_device(model: StepModel) -> torch.device:
+    """The device of the (first) model's parameters; the CPU for a model without parameters."""
+    for member in _members(model):
+        parameters = getattr(member, "parameters", None)
+        if parameters is not None:
+            for p in parameters():
+                return p.device
+    return torch.device("cpu")
+
+
+def position_limit(model: StepModel) -> int | None:
+    """The fewest target positions any member model can embed (config.max_positions), None when unbounded."""
+    limits = [m.config.max_positions for m in _members(model)
+              if hasattr(getattr(m, "config", None), "max_positions")]
+    return min(limits) if limits else None
+
+
+def decode_sources(model: StepModel, sources: Sequence[Sequence[int]], settings: SearchSettings,
+                   batch_sentences: int = 1, sort: bool = True, device: str | torch.device | None = None,
+                   hook_factory: HookFactory | None = None,
+                   on_batch: Callable[[list[int]], None] | None = None) -> list[list[Hypothesis]]:
+    """The n-best lists of every source (token ids ending in EOS, as the encoder reads them), in input order.
+
+    Batches of `batch_sentences` sentences (sorted by length when `sort`) are decoded by one beam search each, on
+    `device` (default: the model's). `hook_factory(indices, device)` makes the score hook of a batch from the input
+    indices of its sentences (default: pure NMT). `on_batch(indices)` is called after each batch (progress).
+    """
+    device = torch.device(device) if device is not None else model_device(model)
+    limit = position_limit(model)
+    if isinstance(model, Ensemble) and len(model) == 1:  # the same log-probabilities, without the wrapping per step
+        model = model.models[0]
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    for batch in make_batches([len(s) for s in sources], batch_sentences, sort):
+        src, lengths = pad_sequences([sources[i] for i in batch], model.pad_id)
+        max_lengths = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b, limit)
+        hook = hook_factory(batch, device) if hook_factory is not None else None
+        for i, hyps in zip(batch, beam_search(model, src.to(device), lengths.to(device), max_lengths.to(device),
+                                              settings, hook)):
+            results[i] = hyps
+        if on_batch is not None:
+            on_batch(batch)
+    return results
+

@@ -1,0 +1,180 @@
+"""Batched beam search (Iglesias et al. 2018, Algorithm 1): N sentences x B beam items in one neural query per step.
+
+    hyps = beam_search(model, src, src_lengths, max_lengths, settings, hook)     -> N lists of Hypothesis
+
+`model` is any StepModel (pipeline/nmt/interface.py: a model or an Ensemble, which averages log-probabilities);
+src [N, S] int64 (each source ends in EOS, padded after src_lengths [N]); max_lengths [N] int64 output limits
+(:func:`pipeline.decode.scores.max_output_lengths`). One step t, with R live hypotheses ("rows", R <= N*B):
+
+    1. log_probs [R, V] = weight * model.step(state, prev)                      (one query for all rows)
+    2. scores [R, V] = hook.scores(log_probs, t); at the length limit only EOS   (hooks.py: LMBR's L goes here)
+    3. grid [N, B*V] = q_{t-1} [R, 1] + scores, placed in the rows' slots        (scores.py)
+       early pruning below threshold x best; top-B per sentence -> origin slot, token, q_t   (topk.py)
+    4. EOS candidates in the top B -> finished sets F_s; EOS candidates outside it -> backoff stack (finalize.py)
+    5. the other candidates are the new rows: ONE index [R'] reorders the model state, the hook state, the token
+       history (the back-pointers, kept as the rows' token prefixes [R', t+1]) and the scores
+    6. sentences with B finished hypotheses or no live row are done: their rows are already gone from the index,
+       and their per-sentence data leave the batch (hook.select_sentences)
+
+At step t == max_lengths[n] only EOS can follow (as in greedy decoding), so every hypothesis of sentence n ends by
+then; the n-best list is F_s re-ranked (finalize.py), or the backoff stack when F_s is empty (an EOS that never made
+the top B, e.g. when a hook forbids EOS at the limit). No token other than EOS is masked (BOS, PAD and UNK are
+scored like any other token, as by greedy decoding; a constraint hook can forbid them).
+
+There is no padding on the target side: all rows share one time index, and a sentence that finishes simply stops
+having rows. Empty slots (finished or pruned candidates, and the B-1 empty slots of the first step, where each
+sentence has only its [BOS] row) take part in the top-B as -inf, so a sentence's beam refills from its other
+candidates. Nothing in a step depends on the other sentences of the batch, so a sentence decodes to the same
+output alone or in any batch (up to floating-point differences of batched matrix products).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from pipeline.decode.finalize import BackoffStack, FinishedSet, Hypothesis, best_hypotheses
+from pipeline.decode.hooks import ScoreHook
+from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, slot_rows
+from pipeline.decode.topk import prune_below_threshold, top_candidates
+from pipeline.nmt.interface import StepModel
+
+__all__ = ["SearchSettings", "beam_search"]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What the search does (sentence batching and sorting are the caller's: batching.py).
+
+    beam: B, hypotheses kept per sentence; nbest: hypotheses returned per sentence (<= beam); threshold: early
+    pruning of candidates below threshold x the best candidate's probability (0: off; the paper's accelerated
+    system: 0.01); length_penalty: rank finished hypotheses by score / length^alpha (0: raw scores);
+    max_length_a, max_length_b: at most a * |source| + b output tokens; weight: lambda, the scale of the NMT
+    log-probabilities (LMBR: 0.5 on the ensemble average, the paper's 0.5 / models on their sum).
+    """
+
+    beam: int = 4
+    nbest: int = 1
+    threshold: float = 0.0
+    length_penalty: float = 0.0
+    max_length_a: float = 2.0
+    max_length_b: int = 10
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise ValueError(f"beam must be at least 1, not {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise ValueError(f"nbest must be between 1 and the beam ({self.beam}), not {self.nbest}")
+        if not 0 <= self.threshold <= 1:
+            raise ValueError(f"threshold must be in [0, 1], not {self.threshold}")
+        if self.max_length_a < 0 or self.max_length_b < 0:
+            raise ValueError("max_length_a and max_length_b must not be negative")
+
+
+@torch.inference_mode()
+def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths: Tensor,
+                settings: SearchSettings, hook: ScoreHook | None = None) -> list[list[Hypothesis]]:
+    """The n-best lists (best first) of the N sentences of src [N, S]; see the module docstring.
+
+    A list is empty only when every path to EOS was forbidden (-inf) by the hook.
+    """
+    hook = hook if hook is not None else ScoreHook()
+    if src.shape[0] == 0:
+        return []
+    device = src.device
+    n, beam, vocab, eos = src.shape[0], settings.beam, model.tgt_vocab_size, model.eos_id
+    limits = max_lengths.to(device)
+    state = model.encode(src, src_lengths.to(device))
+    sentence = list(range(n))                      # batch position of each active sentence
+    row_slot = torch.arange(n, device=device) * beam  # [R] the slot of each live row
+    scores = torch.zeros(n, device=device)         # [R] accumulated scores q
+    history = torch.zeros((n, 0), dtype=torch.long, device=device)  # [R, t] the rows' tokens
+    prev = torch.full((n,), model.bos_id, dtype=torch.long, device=device)
+    count = torch.zeros(n, dtype=torch.long, device=device)         # [N] |F_s|
+    finished = [FinishedSet() for _ in range(n)]
+    backoff = BackoffStack(n, settings.nbest, int(limits.max()), device)
+    results: list[list[Hypothesis]] = [[] for _ in range(n)]
+    first_limit = int(limits.min())                # no row is at its limit before this step
+    need_backoff = True                            # some active sentence has an empty F_s
+    t = 0
+    while sentence:
+        active = len(sentence)
+        log_probs, state = model.step(state, prev)
+        if settings.weight != 1.0:
+            log_probs = log_probs * settings.weight
+        step_scores = hook.scores(log_probs, t)
+        if t >= first_limit:
+            step_scores = force_eos(step_scores, limits.index_select(0, row_slot // beam) <= t, eos)
+        candidates = step_scores + scores[:, None]                          # [R, V]
+        if need_backoff:
+            eos_candidates = candidates[:, eos].clone()                     # [R], before pruning
+        grid = prune_below_threshold(candidate_grid(candidates, row_slot, active, beam), settings.threshold)
+        top = top_candidates(grid, beam, vocab)                             # [N, B] each
+        if candidates.shape[0] == active * beam:                            # [N, B] live row of each slot
+            slot_row = torch.arange(active * beam, device=device).view(active, beam)
+        else:
+            slot_row = slot_rows(row_slot, active * beam).view(active, beam)
+        origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
+        is_eos = top.tokens == eos
+        done = None
+        if not bool(is_eos.any()) and bool((top.scores[:, -1] > NEG_INF).all()):
+            # the usual step: all N*B candidates live on, nothing finishes
+            if need_backoff:
+                backoff.offer(candidate_grid(eos_candidates[:, None], row_slot, active, beam), slot_row, history)
+            index, tokens, scores = origin_row.view(-1), top.tokens.view(-1), top.scores.view(-1)
+            new_slot = torch.arange(active * beam, device=device)
+        else:
+            alive = top.alive
+            done_eos = alive & is_eos
+            live = alive & ~is_eos
+            if bool(done_eos.any()):
+                where = done_eos.nonzero().tolist()
+                rows = origin_row[done_eos]
+                prefixes = history.index_select(0, rows).tolist()
+                for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
+                    finished[sentence[s]].add(score, tuple(prefix))
+                count += done_eos.sum(dim=1)
+                if need_backoff:
+                    eos_candidates.index_fill_(0, rows, NEG_INF)            # these EOS candidates survived
+            if need_backoff:  # (only a sentence whose F_s stays empty ever reads its stack)
+                backoff.offer(candidate_grid(eos_candidates[:, None], row_slot, active, beam), slot_row, history)
+                need_backoff = bool((count == 0).any())
+            done = (count >= beam) | ~live.any(dim=1)                       # [N]
+            go_on = live & ~done[:, None]
+            new_slot = go_on.view(-1).nonzero().squeeze(1)                  # [R'] ascending
+            index = origin_row.view(-1).index_select(0, new_slot)
+            tokens = top.tokens.view(-1).index_select(0, new_slot)
+            scores = top.scores.view(-1).index_select(0, new_slot)
+        history = torch.cat([history.index_select(0, index), tokens[:, None]], dim=1)
+        state = model.reorder(state, index)
+        hook.reorder(index)
+        hook.advance(tokens)
+        prev = tokens
+        if done is not None and bool(done.any()):
+            done_list = done.tolist()
+            for s, is_done in enumerate(done_list):
+                if is_done:
+                    results[sentence[s]] = _choose(finished[sentence[s]], backoff, s, settings)
+            keep = (~done).nonzero().squeeze(1)
+            renumber = torch.cumsum(~done, dim=0) - 1
+            new_slot = renumber[new_slot // beam] * beam + new_slot % beam
+            sentence = [sentence[s] for s, is_done in enumerate(done_list) if not is_done]
+            limits, count = limits.index_select(0, keep), count.index_select(0, keep)
+            backoff.select(keep)
+            if sentence:
+                hook.select_sentences(keep)
+                first_limit = int(limits.min())
+                need_backoff = need_backoff and bool((count == 0).any())
+        row_slot = new_slot
+        t += 1
+    return results
+
+
+def _choose(finished: FinishedSet, backoff: BackoffStack, position: int,
+            settings: SearchSettings) -> list[Hypothesis]:
+    """The n-best list of one sentence: from F_s, or from the backoff stack when F_s is empty."""
+    if len(finished):
+        return best_hypotheses(finished.entries, settings.nbest, settings.length_penalty)
+    return best_hypotheses(backoff.entries(position), settings.nbest, settings.length_penalty, backoff=True)

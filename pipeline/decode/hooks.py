@@ -1,0 +1,120 @@
+"""The score hook: where a search adds scores of its own to the NMT log-probabilities at every step.
+
+Pure NMT uses :class:`ScoreHook` itself (every method a no-op). LMBR decoding (Algorithm 1, step 2) adds the L rows
+of the hypotheses' histories; constraints set forbidden tokens to -inf (:class:`SentenceMaskHook`).
+
+The contract, per time step t of one sentence batch, with R live hypotheses ("rows") of N sentences:
+
+    log_probs = weight * model.step(state, prev)      [R, V]  (an Ensemble has averaged its members already)
+    log_probs = hook.scores(log_probs, t)             [R, V]  e.g. log_probs + L[rows]; -inf forbids a token
+    ...   + accumulated scores, top-B per sentence over [N, B*V], EOS candidates to the finished sets   ...
+    hook.reorder(index)                               index [R'] int64: the row (of the R) each new row extends
+    hook.advance(tokens)                              tokens [R'] int64: the token each new row appended (never EOS)
+    hook.select_sentences(keep)                       keep [N'] int64, ascending: the sentences (positions in the
+                                                      batch's current order) still decoding; called only on steps
+                                                      where some sentence finished, after reorder and advance
+
+A hook owns its per-hypothesis state (e.g. L-matrix row ids [R]) and keeps it aligned with the rows through
+`reorder` and `advance`; `reorder` may repeat rows and never includes rows of a sentence that has just finished.
+Rows are sentence-major: the rows of batch sentence n are contiguous and ordered by rank, but a sentence may have
+fewer than B rows (finished or pruned candidates leave no row). `scores` may return its input modified in place.
+
+Lifecycle: the decoder calls a :data:`HookFactory` once per sentence batch with the input indices of its N
+sentences (in batch order) and the device; the hook returned starts with one row per sentence, in that order (the
+hypothesis [BOS] of each sentence: the rows of `model.encode`), and is dropped when the batch is done.
+
+LMBR with lattices/batch.py (row ids are batch-global there, so select_sentences has nothing to do):
+
+    class LmbrHook(ScoreHook):
+        def __init__(self, batch: LMatrixBatch, bos_id: int):
+            self.batch, self.rows = batch, batch.initial_rows(bos_id)        # [N]: the row of history [BOS]
+        def scores(self, log_probs, t):
+            return log_probs + self.batch.rows(self.rows)                    # [R, V] + L[rows] [R, V]
+        def reorder(self, index):
+            self.rows = self.rows.index_select(0, index)
+        def advance(self, tokens):
+            self.rows = self.batch.next_rows(self.rows, tokens)
+
+    factory = lambda sentences, device: LmbrHook(LMatrixBatch([store[i] for i in sentences], device), bos_id)
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+__all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "no_hook"]
+
+
+class ScoreHook:
+    """A hook that changes nothing: the pure NMT search. Subclasses override what they need."""
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        """log_probs [R, V] of step t (0: the first target token) -> the scores [R, V] the search ranks."""
+        return log_probs
+
+    def reorder(self, index: Tensor) -> None:
+        """The new rows [R'] are the old rows `index` (int64, on the decoder's device)."""
+
+    def advance(self, tokens: Tensor) -> None:
+        """Row r appended tokens[r] ([R'] int64)."""
+
+    def select_sentences(self, keep: Tensor) -> None:
+        """Only the sentences `keep` [N'] (ascending positions among the current N) go on; renumber them 0..N'-1."""
+
+
+HookFactory = Callable[[Sequence[int], torch.device], ScoreHook]
+
+
+def no_hook(sentences: Sequence[int], device: torch.device) -> ScoreHook:
+    """The factory of pure NMT decoding."""
+    return ScoreHook()
+
+
+class ChainHook(ScoreHook):
+    """Several hooks applied in order (e.g. LMBR scores, then a constraint mask)."""
+
+    def __init__(self, hooks: Sequence[ScoreHook]) -> None:
+        self.hooks = list(hooks)
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        for hook in self.hooks:
+            log_probs = hook.scores(log_probs, t)
+        return log_probs
+
+    def reorder(self, index: Tensor) -> None:
+        for hook in self.hooks:
+            hook.reorder(index)
+
+    def advance(self, tokens: Tensor) -> None:
+        for hook in self.hooks:
+            hook.advance(tokens)
+
+    def select_sentences(self, keep: Tensor) -> None:
+        for hook in self.hooks:
+            hook.select_sentences(keep)
+
+
+class SentenceMaskHook(ScoreHook):
+    """Constraints as a mask: `forbidden` [N, V] bool says, per sentence of the batch, which tokens never follow.
+
+    It tracks the sentence of every row ([R] int64) through reorder and select_sentences, the pattern any hook with
+    per-sentence data follows.
+    """
+
+    def __init__(self, forbidden: Tensor) -> None:
+        self.forbidden = forbidden                                              # [N, V] bool
+        self.row_sentence = torch.arange(forbidden.shape[0], device=forbidden.device)  # [R]
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        return log_probs.masked_fill(self.forbidden.index_select(0, self.row_sentence), float("-inf"))
+
+    def reorder(self, index: Tensor) -> None:
+        self.row_sentence = self.row_sentence.index_select(0, index)
+
+    def select_sentences(self, keep: Tensor) -> None:
+        renumber = torch.full((self.forbidden.shape[0],), -1, dtype=torch.long, device=keep.device)
+        renumber[keep] = torch.arange(keep.numel(), device=keep.device)
+        self.forbidden = self.forbidden.index_select(0, keep)
+        self.row_sentence = renumber[self.row_sentence]

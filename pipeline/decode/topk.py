@@ -1,0 +1,47 @@
+"""Step 3 of Algorithm 1: early pruning, then the top-B candidates of each sentence and where they come from.
+
+Input: the candidate grid [N, B*V] of :func:`pipeline.decode.scores.candidate_grid`: entry (n, b*V + y) is the
+accumulated score of extending slot b of sentence n with token y (-inf: no such candidate).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from pipeline.decode.scores import NEG_INF
+
+__all__ = ["TopCandidates", "prune_below_threshold", "top_candidates"]
+
+
+def prune_below_threshold(grid: Tensor, threshold: float) -> Tensor:
+    """Drop (set to -inf, in place) the candidates whose probability is below threshold x the best of their sentence.
+
+    grid [N, K] holds log-scores: a candidate c survives iff score(c) >= max_n + log(threshold). threshold 0
+    keeps everything; 1 keeps only the best (and its ties). The paper's accelerated system uses 0.01.
+    """
+    if threshold <= 0:
+        return grid
+    best = grid.max(dim=1, keepdim=True).values
+    return grid.masked_fill_(grid < best + math.log(threshold), NEG_INF)
+
+
+@dataclass
+class TopCandidates:
+    """The B best candidates of each sentence, best first: all [N, B]."""
+
+    scores: Tensor  # float: accumulated scores q_t (-inf: no candidate in this rank)
+    origin: Tensor  # int64: the slot b in [0, B) of the sentence that the candidate extends
+    tokens: Tensor  # int64: the token y it appends
+
+    @property
+    def alive(self) -> Tensor:
+        """[N, B] bool: a real candidate (finite score)."""
+        return self.scores > NEG_INF
+
+
+def top_candidates(grid: Tensor, beam: int, vocab_size: int) -> TopCandidates:
+    """Top-`beam` per row of grid [N, B*V], decomposed into origin slot (index // V) and token (index % V)."""
+    scores, index = grid.topk(beam, dim=1)
+    return TopCandidates(scores, index // vocab_size, index % vocab_size)

@@ -1,0 +1,174 @@
+"""Translate text with a trained NMT model or ensemble: preprocessing, batched beam decoding, postprocessing, timings.
+
+    models = load_models([path, ...], device)        checkpoint files, system.json files or NMT artifact folders
+    result = translate_lines(lines, models, settings, source=processor or None, target=processor)
+
+`source` is the source language's TextProcessor (tokenizer, truecaser, BPE); None means the lines are already BPE
+subwords. `target` turns the output subwords back into text (BPE merge, detruecase, detokenize). An empty source
+line is not decoded and gives an empty translation. Timings: seconds per phase, source and target words (words
+before BPE, after tokenization), words per minute of source words over the decoding time, and the peak memory:
+torch.cuda.max_memory_allocated on CUDA, the process's peak resident set size (resource.getrusage) on the CPU.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from pipeline.decode.batching import decode_sources
+from pipeline.decode.beam_search import SearchSettings
+from pipeline.decode.finalize import Hypothesis
+from pipeline.decode.hooks import HookFactory
+from pipeline.nmt.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_vocabularies,
+                                     model_from_checkpoint)
+from pipeline.nmt.interface import Ensemble
+from pipeline.nmt.system import system_members
+from pipeline.text import TextProcessor
+from pipeline.text.bpe import merge_bpe
+from pipeline.vocab import Vocabulary
+
+__all__ = ["LoadedModels", "Translation", "format_nbest", "load_models", "model_files", "peak_memory",
+           "translate_lines"]
+
+
+@dataclass
+class LoadedModels:
+    """An Ensemble (of one model or more, in eval mode on `device`), its vocabularies and its member files."""
+
+    ensemble: Ensemble
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    members: list[Path]
+    device: torch.device
+
+
+def model_files(path: Path) -> list[Path]:
+    """The checkpoint files that `path` names: a checkpoint file; a system.json (NMTSystem); or a folder holding a
+    system.json, a model.pt (AverageCheckpoints) or checkpoints (TrainNMT: the last one)."""
+    path = Path(path)
+    if path.is_file():
+        return system_members(path) if path.suffix == ".json" else [path]
+    if path.is_dir():
+        if (path / "system.json").is_file():
+            return system_members(path / "system.json")
+        if (path / "model.pt").is_file():
+            return [path / "model.pt"]
+        for folder in (path / "checkpoints", path):
+            found = list_checkpoints(folder) if folder.is_dir() else []
+            if found:
+                return [found[-1]]
+        raise CheckpointError(f"{path}: holds no system.json, model.pt or checkpoint-*.pt")
+    raise CheckpointError(f"{path}: no such model file or folder")
+
+
+def load_models(paths: Sequence[Path], device: str | torch.device = "cpu") -> LoadedModels:
+    """Every model that `paths` name (see :func:`model_files`), as one Ensemble; all must share the vocabularies."""
+    device = torch.device(device)
+    members = [m for p in paths for m in model_files(Path(p))]
+    if not members:
+        raise CheckpointError("no model given")
+    models, vocabs = [], None
+    for member in members:
+        ckpt = load_checkpoint(member)
+        pair = load_vocabularies(ckpt)
+        if vocabs is not None and (pair[0].tokens, pair[1].tokens) != (vocabs[0].tokens, vocabs[1].tokens):
+            raise CheckpointError(f"{member}: its vocabularies differ from those of {members[0]}")
+        vocabs = vocabs or pair
+        models.append(model_from_checkpoint(ckpt, device))
+    return LoadedModels(Ensemble(models), vocabs[0], vocabs[1], members, device)
+
+
+def peak_memory(device: torch.device) -> dict[str, Any]:
+    """{"peak_memory_bytes": n, "peak_memory_kind": how it was measured}."""
+    if device.type == "cuda":
+        return {"peak_memory_bytes": int(torch.cuda.max_memory_allocated(device)),
+                "peak_memory_kind": "torch.cuda.max_memory_allocated"}
+    return {"peak_memory_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
+            "peak_memory_kind": "peak RSS of the process (resource.getrusage)"}
+
+
+@dataclass
+class Translation:
+    """Per input line: the detokenized 1-best, its BPE subwords (one string), and the n-best list (hypotheses,
+    their detokenized texts and their BPE strings); `stats`: timings and counts."""
+
+    text: list[str]
+    bpe: list[str]
+    nbest: list[list[Hypothesis]]
+    nbest_text: list[list[str]]
+    nbest_bpe: list[list[str]]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _subwords(line: str, source: TextProcessor | None) -> tuple[list[str], int]:
+    """The BPE subwords of a line and its number of (tokenized) words."""
+    if source is None:
+        tokens = line.split()
+        return tokens, len(merge_bpe(tokens))
+    words = source.words(line)
+    return source.subwords(words), len(words)
+
+
+def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings, target: TextProcessor,
+                    source: TextProcessor | None = None, batch_sentences: int = 1, sort: bool = True,
+                    hook_factory: HookFactory | None = None) -> Translation:
+    """Translate raw lines (or BPE lines when `source` is None); stats hold the timings (see the module docstring).
+
+    `hook_factory` gets the indices of the input lines of a batch (empty lines are never decoded).
+    """
+    device = models.device
+    started = time.perf_counter()
+    subwords, source_words = [], 0
+    for line in lines:
+        tokens, words = _subwords(line, source)
+        subwords.append(tokens)
+        source_words += words
+    decoded_lines = [i for i, tokens in enumerate(subwords) if tokens]
+    sources = [models.src_vocab.encode(subwords[i]) + [models.src_vocab.eos_id] for i in decoded_lines]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    preprocessed = time.perf_counter()
+    factory = None
+    if hook_factory is not None:
+        factory = lambda batch, dev: hook_factory([decoded_lines[i] for i in batch], dev)  # noqa: E731
+    results = decode_sources(models.ensemble, sources, settings, batch_sentences, sort, device, factory)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    decoded = time.perf_counter()
+    nbest: list[list[Hypothesis]] = [[] for _ in lines]
+    for i, hyps in zip(decoded_lines, results):
+        nbest[i] = hyps
+    nbest_pieces = [[models.tgt_vocab.decode(h.tokens) for h in hyps] for hyps in nbest]
+    nbest_text = [[target.postprocess(list(pieces)) for pieces in hyps] for hyps in nbest_pieces]
+    nbest_bpe = [[" ".join(pieces) for pieces in hyps] for hyps in nbest_pieces]
+    text = [hyps[0] if hyps else "" for hyps in nbest_text]
+    bpe = [hyps[0] if hyps else "" for hyps in nbest_bpe]
+    target_words = sum(len(merge_bpe(hyps[0])) for hyps in nbest_pieces if hyps)
+    finished = time.perf_counter()
+    seconds = decoded - preprocessed
+    stats = {
+        "sentences": len(lines), "decoded_sentences": len(sources), "source_words": source_words,
+        "target_words": target_words, "seconds": round(seconds, 3),
+        "words_per_minute": round(60 * source_words / max(seconds, 1e-9), 1),
+        "timings": {"preprocess": round(preprocessed - started, 3), "nmt_decode": round(seconds, 3),
+                    "postprocess": round(finished - decoded, 3)},
+        "device": str(device), "threads": torch.get_num_threads(), "models": len(models.ensemble),
+        "beam": settings.beam, "batch_sentences": batch_sentences, "sort": sort, "nbest": settings.nbest,
+        "threshold": settings.threshold, "length_penalty": settings.length_penalty,
+        "max_length_a": settings.max_length_a, "max_length_b": settings.max_length_b,
+        "backoff_sentences": sum(1 for hyps in nbest if hyps and hyps[0].backoff),
+        **peak_memory(device),
+    }
+    return Translation(text, bpe, nbest, nbest_text, nbest_bpe, stats)
+
+
+def format_nbest(translation: Translation, bpe: bool = False) -> list[str]:
+    """Moses-style n-best lines `index ||| text ||| ranking score` (BPE subwords if `bpe`), best first per line."""
+    shown = translation.nbest_bpe if bpe else translation.nbest_text
+    return [f"{i} ||| {text} ||| {hyp.ranking_score:.6f}"
+            for i, (hyps, texts) in enumerate(zip(translation.nbest, shown)) for hyp, text in zip(hyps, texts)]

@@ -1,0 +1,171 @@
+"""The contract between NMT models and the decoders that search with them.
+
+A decoder never looks inside a model. It encodes a batch of sources once, advances a batch of decoder states by
+one token at a time, and reorders the states whenever the beam is reshuffled:
+
+    state = model.encode(src, src_lengths)          src [N, S] int64, src_lengths [N] int64   -> state of N rows
+    state = model.reorder(state, index)             index [B] int64 of rows of the old state  -> state of B rows
+    log_probs, state = model.step(state, prev)      prev [B] int64 (bos_id first)             -> [B, V] float32
+
+N is the number of sentences, S the padded source length, B the rows of the decoder batch (hypotheses) and V the
+target vocabulary. Every tensor of a :class:`DecoderState` has the batch on its first axis, so reordering is one
+``index_select`` per tensor and an index may repeat rows: beam expansion of N sentences to N*K hypotheses is
+``reorder(state, torch.arange(N).repeat_interleave(K))``. All rows of a state share one time index (the number of
+tokens consumed), as batched beam search needs.
+
+:class:`Ensemble` implements the same contract over several models: it averages their log-probabilities per step
+(a log-linear combination with equal weights) and holds their states side by side in one DecoderState.
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class DecoderState:
+    """Per-row decoder state: named tensors, each [B, ...], and the number of target tokens consumed so far."""
+
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    time: int = 0
+
+    @property
+    def batch_size(self) -> int:
+        return next(iter(self.tensors.values())).shape[0]
+
+    def select(self, index: Tensor) -> "DecoderState":
+        """The rows `index` [B'] of every tensor (rows may repeat): the state of a reordered batch of B' rows."""
+        return DecoderState({k: v.index_select(0, index) for k, v in self.tensors.items()}, self.time)
+
+
+class StepModel(Protocol):
+    """What a decoder needs: the three calls above and the target special ids (from the vocabulary)."""
+
+    bos_id: int
+    eos_id: int
+    pad_id: int
+    tgt_vocab_size: int
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState: ...
+
+    def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]: ...
+
+    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState: ...
+
+
+class NMTModel(nn.Module, abc.ABC):
+    """Base of the encoder-decoder models: the step interface plus a teacher-forced `forward` for training.
+
+    `config` is the architecture's frozen config dataclass (vocabulary sizes and special ids included); it is what a
+    checkpoint stores beside the weights.
+    """
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        self.config = config
+
+    @property
+    def bos_id(self) -> int:
+        return self.config.bos_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.config.eos_id
+
+    @property
+    def pad_id(self) -> int:
+        return self.config.pad_id
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.config.tgt_vocab_size
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @abc.abstractmethod
+    def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
+        """Encode src [N, S] (padded after src_lengths [N]) into the initial decoder state of N rows (time 0)."""
+
+    @abc.abstractmethod
+    def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
+        """Consume prev_tokens [B]; return log-probabilities [B, V] of the next token and the state at time + 1."""
+
+    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState:
+        """The state of rows `index` [B'] (int64, on the model's device); rows may repeat."""
+        return state.select(index)
+
+    @abc.abstractmethod
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits [N, T, V] for decoder inputs tgt_in [N, T] (bos_id then the target tokens)."""
+
+    def score(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        """Log-probabilities [N, T, V] of a full forward pass (the reference the incremental `step` must match)."""
+        return torch.log_softmax(self.forward(src, src_lengths, tgt_in).float(), dim=-1)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+
+class Ensemble:
+    """Several models decoded as one: per step, the mean of their log-probabilities [B, V].
+
+    The models must share the target vocabulary (size and special ids). The ensemble's state is one DecoderState
+    whose tensors are the members' tensors under the prefix "<member index>.", so a decoder reorders it like any
+    other state. An ensemble of one model gives that model's log-probabilities unchanged.
+    """
+
+    def __init__(self, models: Sequence[StepModel]) -> None:
+        if not models:
+            raise ValueError("an ensemble needs at least one model")
+        first = models[0]
+        for i, m in enumerate(models[1:], start=1):
+            ours = (m.tgt_vocab_size, m.bos_id, m.eos_id, m.pad_id)
+            theirs = (first.tgt_vocab_size, first.bos_id, first.eos_id, first.pad_id)
+            if ours != theirs:
+                raise ValueError(f"ensemble member {i} has target vocabulary (size, bos, eos, pad) {ours}, "
+                                 f"member 0 has {theirs}")
+        self.models = list(models)
+
+    bos_id = property(lambda self: self.models[0].bos_id)
+    eos_id = property(lambda self: self.models[0].eos_id)
+    pad_id = property(lambda self: self.models[0].pad_id)
+    tgt_vocab_size = property(lambda self: self.models[0].tgt_vocab_size)
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+    def eval(self) -> "Ensemble":
+        for m in self.models:
+            if isinstance(m, nn.Module):
+                m.eval()
+        return self
+
+    @staticmethod
+    def _join(states: Sequence[DecoderState]) -> DecoderState:
+        tensors = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.tensors.items()}
+        return DecoderState(tensors, states[0].time)
+
+    def _member(self, state: DecoderState, i: int) -> DecoderState:
+        prefix = f"{i}."
+        tensors = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
+        return DecoderState(tensors, state.time)
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
+        return self._join([m.encode(src, src_lengths) for m in self.models])
+
+    def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
+        total, states = None, []
+        for i, m in enumerate(self.models):
+            log_probs, s = m.step(self._member(state, i), prev_tokens)
+            total = log_probs if total is None else total + log_probs
+            states.append(s)
+        return total / len(self.models), self._join(states)
+
+    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState:
+        return self._join([m.reorder(self._member(state, i), index) for i, m in enumerate(self.models)])

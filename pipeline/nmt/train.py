@@ -1,0 +1,268 @@
+"""Training one NMT model: token-count batches, Adam with a warm-up schedule, label smoothing, gradient clipping,
+validation loss and greedy BLEU on the tuning set, checkpoints every N updates (the last K kept), a wall-clock
+budget, and exact resume after a kill.
+
+Everything a run needs to continue lives in its state folder: `checkpoint-<update>.pt` files holding the weights
+and the training state (optimizer, scheduler, the batch position, torch's random states, the update count, the
+seconds spent) and `metrics.csv`. `train_model` resumes from the newest checkpoint there, so a killed
+run continues to the same parameters as an uninterrupted one (same seed, same device and thread count): nothing
+random happens between saving a checkpoint and the next update, and an epoch's batches depend only on
+(seed, epoch). Time spent after the last checkpoint of a killed run is lost and not counted against the budget.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from pipeline.config import NmtTrainingProfile
+from pipeline.evaluation import corpus_bleu
+from pipeline.nmt.batching import BatchStream, TokenBatcher, collate, length_batches, source_ids
+from pipeline.nmt.checkpoint import checkpoint_name, list_checkpoints, load_checkpoint, save_checkpoint
+from pipeline.nmt.greedy import translate_ids
+from pipeline.nmt.interface import NMTModel
+from pipeline.nmt.metrics import MetricsLog
+from pipeline.nmt.models import ModelConfig, build_model
+from pipeline.nmt.schedule import make_scheduler
+from pipeline.vocab import Vocabulary
+
+_LOG = logging.getLogger(__name__)
+ADAM_BETAS = (0.9, 0.98)  # Vaswani et al. 2017, also used for the GRU models
+ADAM_EPS = 1e-9
+
+
+def default_device() -> torch.device:
+    """CUDA when there is a GPU, else the CPU: one code path for both."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass
+class ParallelText:
+    """Token sequences (BPE subwords, no specials) of a parallel corpus."""
+
+    sources: list[list[str]]
+    targets: list[list[str]]
+
+    def __post_init__(self) -> None:
+        if len(self.sources) != len(self.targets):
+            raise ValueError(f"{len(self.sources)} sources but {len(self.targets)} targets")
+
+
+@dataclass
+class Validation:
+    """The validation set: subword text for the loss, and raw references with the postprocessing for BLEU."""
+
+    text: ParallelText
+    references: Sequence[str] | None = None  # detokenized references; None skips BLEU
+    postprocess: Callable[[list[str]], str] = " ".join  # output subwords -> detokenized text
+    target_lang: str = "en"
+
+
+@dataclass
+class TrainingResult:
+    updates: int
+    epoch: int
+    elapsed: float
+    stop_reason: str  # "max_updates" or "budget"
+    checkpoints: list[Path]
+    resumed_from: int | None
+    validation: dict[str, Any] = field(default_factory=dict)
+    target_tokens: int = 0
+    parameters: int = 0
+
+
+def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int,
+                        smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed label-smoothed cross-entropy and summed NLL over non-pad positions; logits [N, T, V], target [N, T]."""
+    flat, gold = logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1)
+    loss = F.cross_entropy(flat, gold, ignore_index=pad_id, reduction="sum", label_smoothing=smoothing)
+    with torch.no_grad():
+        nll = F.cross_entropy(flat, gold, ignore_index=pad_id, reduction="sum")
+    return loss, nll
+
+
+def _rng_state() -> dict[str, Any]:
+    """torch's random states (dropout); the batch order has its own generators, seeded by (seed, epoch)."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Trainer:
+    """One training run of one model; see the module docstring. `run()` trains until max_updates or the budget."""
+
+    def __init__(self, config: ModelConfig, training: NmtTrainingProfile, seed: int, src_vocab: Vocabulary,
+                 tgt_vocab: Vocabulary, train: ParallelText, state_dir: Path, valid: Validation | None = None,
+                 device: str | torch.device | None = None, vocab_paths: dict[str, str] | None = None,
+                 log_every: int = 10, after_update: Callable[[int], None] | None = None) -> None:
+        self.config, self.training, self.seed = config, training, seed
+        self.src_vocab, self.tgt_vocab, self.valid = src_vocab, tgt_vocab, valid
+        self.state_dir, self.vocab_paths = Path(state_dir), vocab_paths or {}
+        self.device = torch.device(device) if device is not None else default_device()
+        self.log_every, self.after_update = max(1, log_every), after_update
+        self.src_ids = [src_vocab.encode(s) for s in train.sources]
+        self.tgt_ids = [tgt_vocab.encode(t) for t in train.targets]
+        if not self.src_ids:
+            raise ValueError("no training examples")
+        torch.manual_seed(seed)
+        self.model: NMTModel = build_model(config).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+        self.scheduler = make_scheduler(self.optimizer, training.lr_schedule, training.warmup_updates)
+        batcher = TokenBatcher([len(s) + 1 for s in self.src_ids], [len(t) + 1 for t in self.tgt_ids],
+                               training.max_tokens, seed)
+        self.stream = BatchStream(batcher)
+        self.update, self.elapsed, self.target_tokens = 0, 0.0, 0
+        self.resumed_from: int | None = None
+        self.last_validation: dict[str, Any] = {}
+
+    # -- state ----------------------------------------------------------------------------------------------
+    def _training_state(self) -> dict[str, Any]:
+        return {"update": self.update, "elapsed": self.elapsed, "target_tokens": self.target_tokens,
+                "position": self.stream.position, "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "rng": _rng_state(), "seed": self.seed,
+                "validation": self.last_validation}
+
+    def resume(self) -> int | None:
+        """Restore the newest checkpoint of the state folder, if any; returns its update number."""
+        found = list_checkpoints(self.state_dir)
+        if not found:
+            return None
+        ckpt = load_checkpoint(found[-1])
+        if ckpt.config != self.config or ckpt.training is None:
+            raise ValueError(f"{found[-1]}: belongs to another model or run (config {ckpt.config}); "
+                             f"remove {self.state_dir} to start afresh")
+        state = ckpt.training
+        self.model.load_state_dict(ckpt.model)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.stream = BatchStream(self.stream.batcher, **state["position"])
+        self.update, self.elapsed = state["update"], state["elapsed"]
+        self.target_tokens, self.last_validation = state["target_tokens"], state["validation"]
+        _set_rng_state(state["rng"])
+        self.resumed_from = self.update
+        return self.update
+
+    def save(self) -> Path:
+        path = save_checkpoint(self.state_dir / checkpoint_name(self.update), self.config, self.model.state_dict(),
+                               self.vocab_paths, training=self._training_state(), meta={"seed": self.seed})
+        for old in list_checkpoints(self.state_dir)[: -self.training.keep_checkpoints]:
+            old.unlink()
+        return path
+
+    # -- validation -----------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def validate(self) -> dict[str, Any]:
+        """Per-token NLL (no smoothing) of the validation targets and greedy BLEU against the references."""
+        if self.valid is None:
+            return {}
+        was_training = self.model.training
+        self.model.eval()
+        text = self.valid.text
+        srcs = [self.src_vocab.encode(s) for s in text.sources]
+        tgts = [self.tgt_vocab.encode(t) for t in text.targets]
+        order = sorted(range(len(srcs)), key=lambda i: (len(tgts[i]), len(srcs[i])))
+        src_lengths, tgt_lengths = np.array([len(s) + 1 for s in srcs]), np.array([len(t) + 1 for t in tgts])
+        nll, tokens = 0.0, 0
+        for chunk in length_batches(src_lengths, tgt_lengths, np.array(order), self.training.max_tokens):
+            batch = collate([srcs[i] for i in chunk], [tgts[i] for i in chunk], self.src_vocab,
+                            self.tgt_vocab).to(self.device)
+            logits = self.model(batch.src, batch.src_lengths, batch.tgt_in)
+            nll += float(label_smoothed_loss(logits, batch.tgt_out, self.tgt_vocab.pad_id, 0.0)[1])
+            tokens += batch.target_tokens
+        loss = nll / max(tokens, 1)
+        result: dict[str, Any] = {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
+        if self.valid.references is not None:
+            sources = [source_ids(s, self.src_vocab) for s in text.sources]
+            outputs = translate_ids(self.model, sources, self.src_vocab.pad_id, self.device)
+            hyps = [self.valid.postprocess(self.tgt_vocab.decode(ids)) for ids in outputs]
+            result["valid_bleu"] = corpus_bleu(hyps, list(self.valid.references), self.valid.target_lang).score
+        self.model.train(was_training)
+        return result
+
+    # -- the loop -------------------------------------------------------------------------------------------
+    def _stop_reason(self) -> str | None:
+        t = self.training
+        if t.max_updates > 0 and self.update >= t.max_updates:
+            return "max_updates"
+        if t.budget_seconds > 0 and self.elapsed >= t.budget_seconds:
+            return "budget"
+        return None
+
+    def train_step(self, ids: Sequence[int]) -> tuple[float, float, int]:
+        """One update on the examples `ids`: (summed smoothed loss, summed NLL, target tokens)."""
+        batch = collate([self.src_ids[i] for i in ids], [self.tgt_ids[i] for i in ids], self.src_vocab,
+                        self.tgt_vocab, ids).to(self.device)
+        logits = self.model(batch.src, batch.src_lengths, batch.tgt_in)
+        loss, nll = label_smoothed_loss(logits, batch.tgt_out, self.tgt_vocab.pad_id, self.training.label_smoothing)
+        ntokens = batch.target_tokens
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss / ntokens).backward()
+        if self.training.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.training.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return float(loss.detach()), float(nll), ntokens
+
+    def run(self) -> TrainingResult:
+        self.resume()
+        metrics = MetricsLog(self.state_dir / "metrics.csv", self.update, self.state_dir / "tensorboard")
+        bar = tqdm(total=self.training.max_updates or None, initial=self.update, disable=None, unit="upd",
+                   desc=f"{self.config.architecture} seed {self.seed}")
+        self.model.train()
+        started, base = time.monotonic(), self.elapsed
+        sums = [0.0, 0.0, 0]  # loss, nll, target tokens since the last log row
+        last_log = time.monotonic()
+        try:
+            while (reason := self._stop_reason()) is None:
+                loss, nll, ntokens = self.train_step(next(self.stream))
+                self.update += 1
+                self.target_tokens += ntokens
+                self.elapsed = base + time.monotonic() - started
+                sums = [sums[0] + loss, sums[1] + nll, sums[2] + ntokens]
+                bar.update(1)
+                if self.update % self.log_every == 0:
+                    now = time.monotonic()
+                    row = {"epoch": self.stream.epoch, "elapsed_s": round(self.elapsed, 3),
+                           "lr": self.scheduler.get_last_lr()[0], "train_loss": sums[0] / sums[2],
+                           "train_nll": sums[1] / sums[2], "target_tokens_per_s": sums[2] / max(now - last_log, 1e-9)}
+                    metrics.write("train", self.update, **row)
+                    bar.set_postfix(loss=f"{row['train_loss']:.3f}", lr=f"{row['lr']:.2e}")
+                    sums, last_log = [0.0, 0.0, 0], now
+                if self.update % self.training.checkpoint_every == 0 or self._stop_reason() is not None:
+                    self.last_validation = self.validate()
+                    self.elapsed = base + time.monotonic() - started
+                    metrics.write("valid", self.update, epoch=self.stream.epoch, elapsed_s=round(self.elapsed, 3),
+                                  **self.last_validation)
+                    self.save()
+                    _LOG.info("update %d: %s", self.update, self.last_validation)
+                    # a log window never spans a checkpoint, so a resumed run logs the same averages
+                    sums, last_log = [0.0, 0.0, 0], time.monotonic()
+                if self.after_update is not None:
+                    self.after_update(self.update)
+        finally:
+            bar.close()
+            metrics.close()
+        return TrainingResult(self.update, self.stream.epoch, self.elapsed, reason, list_checkpoints(self.state_dir),
+                              self.resumed_from, self.last_validation, self.target_tokens,
+                              self.model.num_parameters())
+
+
+def train_model(config: ModelConfig, training: NmtTrainingProfile, seed: int, src_vocab: Vocabulary,
+                tgt_vocab: Vocabulary, train: ParallelText, state_dir: Path, **options: Any) -> TrainingResult:
+    """Train (or resume) one model in `state_dir`; options are Trainer's (valid, device, vocab_paths, ...)."""
+    return Trainer(config, training, seed, src_vocab, tgt_vocab, train, state_dir, **options).run()

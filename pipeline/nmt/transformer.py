@@ -1,0 +1,214 @@
+"""Transformer encoder-decoder (Vaswani et al. 2017) with incremental (cached) decoding: the TNMT models.
+
+Pre-norm layers (LayerNorm before each sub-layer, a final LayerNorm on each stack), ReLU feed-forward, sinusoidal
+positions added to embeddings scaled by sqrt(d), target embeddings tied to the output projection. This is the
+layout CTranslate2's TransformerSpec describes (pre_norm=True), so `export_ct2.py` maps the weights one to one.
+
+Incremental decoding keeps, per decoder layer i, the self-attention keys and values of every consumed position
+("self_k{i}", "self_v{i}" [B, heads, t, d/heads]) and the cross-attention keys and values of the source, computed
+once at `encode` ("mem_k{i}", "mem_v{i}" [B, heads, S, d/heads]); "src_mask" [B, S] is True on real positions.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from pipeline.nmt.interface import DecoderState, NMTModel
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Sizes of a Transformer model; special ids come from the target Vocabulary."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    layers: int
+    model_size: int
+    heads: int
+    ff_size: int
+    dropout: float = 0.0
+    max_positions: int = 1024
+    layer_norm_eps: float = 1e-6
+    architecture: str = "transformer"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sinusoidal_positions(length: int, size: int) -> Tensor:
+    """[length, size]: sin in the first half of the dimensions, cos in the second (tensor2tensor's layout)."""
+    half = size // 2
+    scale = math.log(10000.0) / max(half - 1, 1)
+    inv = torch.exp(torch.arange(half, dtype=torch.float64) * -scale)
+    angles = torch.arange(length, dtype=torch.float64)[:, None] * inv[None, :]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if size % 2:
+        table = F.pad(table, (0, 1))
+    return table.float()
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention with `heads` heads; keys and values can be projected once and cached."""
+
+    def __init__(self, size: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.query = nn.Linear(size, size)
+        self.key = nn.Linear(size, size)
+        self.value = nn.Linear(size, size)
+        self.out = nn.Linear(size, size)
+
+    def _split(self, x: Tensor) -> Tensor:
+        """[B, L, d] -> [B, heads, L, d/heads]."""
+        b, length, d = x.shape
+        return x.view(b, length, self.heads, d // self.heads).transpose(1, 2)
+
+    def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x [B, L, d] -> keys and values [B, heads, L, d/heads]."""
+        return self._split(self.key(x)), self._split(self.value(x))
+
+    def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None,
+                causal: bool = False) -> Tensor:
+        """Queries from x [B, Tq, d] over keys/values [B, heads, Tk, d/heads] -> [B, Tq, d].
+
+        mask [B, 1 or Tq, Tk] is True where a query may look; `causal` adds the lower-triangular mask.
+        """
+        q = self._split(self.query(x))
+        attn_mask = None if mask is None else mask[:, None]
+        if causal:
+            tq, tk = q.shape[2], keys.shape[2]
+            tri = torch.ones(tq, tk, dtype=torch.bool, device=x.device).tril(tk - tq)
+            attn_mask = tri if attn_mask is None else attn_mask & tri
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=attn_mask,
+                                             dropout_p=self.dropout if self.training else 0.0)
+        b, _, tq, _ = out.shape
+        return self.out(out.transpose(1, 2).reshape(b, tq, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, size: int, ff_size: int, dropout: float) -> None:
+        super().__init__()
+        self.inner = nn.Linear(size, ff_size)
+        self.outer = nn.Linear(ff_size, size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.outer(self.dropout(torch.relu(self.inner(x))))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig) -> None:
+        super().__init__()
+        self.self_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.ff_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.ff = FeedForward(c.model_size, c.ff_size, c.dropout)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """x [N, S, d], mask [N, 1, S] -> [N, S, d]."""
+        h = self.self_norm(x)
+        x = x + self.dropout(self.self_attn(h, *self.self_attn.keys_values(h), mask=mask))
+        return x + self.dropout(self.ff(self.ff_norm(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: TransformerConfig) -> None:
+        super().__init__()
+        self.self_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.cross_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.cross_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.ff_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.ff = FeedForward(c.model_size, c.ff_size, c.dropout)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def forward(self, x: Tensor, cache: tuple[Tensor, Tensor], memory: tuple[Tensor, Tensor], src_mask: Tensor,
+                causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """x [B, L, d] at the L positions after the cached ones.
+
+        cache: self-attention keys/values of the earlier positions [B, heads, t, d/heads]; memory: the source's
+        [B, heads, S, d/heads]; src_mask [B, 1, S]. Returns the output [B, L, d] and the cache grown to t + L.
+        """
+        h = self.self_norm(x)
+        k, v = self.self_attn.keys_values(h)
+        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        x = x + self.dropout(self.self_attn(h, k, v, causal=causal))
+        x = x + self.dropout(self.cross_attn(self.cross_norm(x), *memory, mask=src_mask))
+        return x + self.dropout(self.ff(self.ff_norm(x))), k, v
+
+
+class TransformerModel(NMTModel):
+    """Pre-norm Transformer behind the step interface (see the module docstring for the state's tensors)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__(config)
+        c = config
+        if c.model_size % c.heads:
+            raise ValueError(f"model_size {c.model_size} is not a multiple of heads {c.heads}")
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.model_size)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.model_size)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.layers))
+        self.encoder_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.decoder_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
+        self.output = nn.Linear(c.model_size, c.tgt_vocab_size, bias=False)
+        self.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(c.dropout)
+        self.register_buffer("positions", sinusoidal_positions(c.max_positions, c.model_size), persistent=False)
+        self.embed_scale = math.sqrt(c.model_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        nn.init.normal_(self.src_embed.weight, std=c.model_size ** -0.5)
+        nn.init.normal_(self.tgt_embed.weight, std=c.model_size ** -0.5)
+
+    def _embed(self, table: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
+        """tokens [B, L] at positions start.. -> [B, L, d]."""
+        end = start + tokens.shape[1]
+        if end > self.config.max_positions:
+            raise ValueError(f"sequence of {end} positions exceeds max_positions {self.config.max_positions}")
+        return self.dropout(table(tokens) * self.embed_scale + self.positions[start:end])
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
+        """src [N, S], src_lengths [N] -> state of N rows with the source keys/values of every decoder layer."""
+        s = src.shape[1]
+        src_mask = torch.arange(s, device=src.device)[None, :] < src_lengths.to(src.device)[:, None]
+        x = self._embed(self.src_embed, src, 0)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask[:, None, :])
+        memory = self.encoder_norm(x)
+        tensors = {"src_mask": src_mask}
+        for i, layer in enumerate(self.decoder_layers):
+            tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
+            empty = memory.new_zeros(src.shape[0], self.config.heads, 0, self.config.model_size // self.config.heads)
+            tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
+        return DecoderState(tensors, 0)
+
+    def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
+        """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""
+        t = state.tensors
+        x = self._embed(self.tgt_embed, tokens, state.time)
+        src_mask = t["src_mask"][:, None, :]
+        new = dict(t)
+        for i, layer in enumerate(self.decoder_layers):
+            x, new[f"self_k{i}"], new[f"self_v{i}"] = layer(
+                x, (t[f"self_k{i}"], t[f"self_v{i}"]), (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
+        return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1])
+
+    def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
+        """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""
+        out, state = self._decode(state, prev_tokens[:, None], causal=False)
+        return torch.log_softmax(self.output(out[:, 0]).float(), dim=-1), state
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits [N, T, V] for tgt_in [N, T] (causal self-attention)."""
+        out, _ = self._decode(self.encode(src, src_lengths), tgt_in, causal=True)
+        return self.output(out)

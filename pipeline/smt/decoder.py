@@ -1,0 +1,298 @@
+"""Stack decoding for phrase-based translation (Koehn 2004; Moses' normal search), keeping the search graph.
+
+Hypotheses are grouped in stacks by the number of source words they cover. A hypothesis is a ``Node``: its
+best score, coverage bitmask, end of the last source phrase, KenLM state and future-score estimate. Extending
+a node by an option is an *arc* carrying the LM score and distortion it adds; nodes with the same coverage,
+last position and LM state are recombined into one node, which keeps every incoming arc (the losers' arcs too),
+so the search graph is the lattice. Every complete hypothesis goes to one end node; the arc that completes the
+coverage also scores ``</s>``.
+
+Pruning: a stack keeps its ``stack_limit`` best nodes by score + future score (histogram; when a stack grows to
+twice the limit it is pruned on the spot, as Moses does, and from then on rejects what scores below its
+limit-th best) and drops nodes and arcs worse than the stack's best by more than -ln(beam_threshold)
+(threshold); an option is not even scored with the LM when its future-score estimate (LM estimate without
+context) is already below the stack's floor. Reordering: the jump from the previous phrase's end to the new
+phrase's start is at most ``distortion_limit`` words, and a phrase that leaves the first gap open must end
+close enough to jump back to it (Moses' rule); a negative limit means no limit.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import kenlm
+import numpy as np
+
+from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, Weights
+from pipeline.smt.future_cost import FutureCosts, span_table
+from pipeline.smt.options import OptionCache, Options, collect_options, passthrough_features
+from pipeline.smt.phrase_table import PhraseTable
+
+
+@dataclass(frozen=True)
+class DecoderSettings:
+    stack_limit: int = 100  # hypotheses kept per stack (Moses -s)
+    beam_threshold: float = 1e-5  # prune worse than best x this (Moses -b); 0 disables
+    distortion_limit: int = 6  # Moses -dl; negative: unlimited
+    options_per_phrase: int = 20  # Moses -ttable-limit; 0: no cap
+
+
+# A node (recombined hypothesis, a state of the search graph) is a list, the cheapest object to make in the inner
+# loop: [score, coverage bitmask, last source position, KenLM state, future score, incoming arcs]; an arc is a
+# tuple (previous node, option id, LM ln-score, distortion).
+SCORE, COVERAGE, LAST, STATE, FUTURE, ARCS = range(6)
+Node = list
+
+
+@dataclass
+class SearchGraph:
+    """The pruned search graph of one sentence: states 0 (start) .. len-1 (end), arcs in topological order.
+
+    An arc (u, v, option, lm, distortion) applies ``option`` (a source span and a target phrase, possibly empty)
+    in state u; its features are the option's static features plus ``lm`` and ``distortion``.
+    """
+
+    source: list[str]
+    weights: Weights
+    targets: list[tuple[str, ...]]
+    spans: list[tuple[int, int]]
+    static: np.ndarray  # [options, features]
+    arcs: list[tuple[int, int, int, float, int]]  # grouped by target state, states in topological order
+    num_states: int
+    stats: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        w = self.weights.vector
+        static, w_lm, w_d = (self.static @ w).tolist(), float(w[LM]), float(w[DISTORTION])
+        self.arc_scores = [static[o] + w_lm * lm + w_d * d for _, _, o, lm, d in self.arcs]
+        scores = [-math.inf] * self.num_states
+        back: list[int] = [-1] * self.num_states
+        scores[0] = 0.0
+        for a, (u, v, *_rest) in enumerate(self.arcs):  # arcs come grouped by target state, in topological order
+            s = scores[u] + self.arc_scores[a]
+            if s > scores[v]:
+                scores[v], back[v] = s, a
+        self.state_scores, self.best_arc = scores, back
+
+    @property
+    def end(self) -> int:
+        return self.num_states - 1
+
+    @property
+    def best_score(self) -> float:
+        return self.state_scores[self.end]
+
+    def arc_features(self, a: int) -> np.ndarray:
+        _, _, option, lm, distortion = self.arcs[a]
+        f = self.static[option].copy()
+        f[LM] += lm
+        f[DISTORTION] += distortion
+        return f
+
+    def arc_score(self, a: int) -> float:
+        return float(self.weights.vector @ self.arc_features(a))
+
+    def best_path(self) -> list[int]:
+        """Arc ids of the best path, start to end."""
+        path, v = [], self.end
+        while v != 0:
+            a = self.best_arc[v]
+            path.append(a)
+            v = self.arcs[a][0]
+        return path[::-1]
+
+    def words(self, path: Sequence[int]) -> list[str]:
+        return [w for a in path for w in self.targets[self.arcs[a][2]]]
+
+    def features(self, path: Sequence[int]) -> np.ndarray:
+        total = np.zeros(len(FEATURES))
+        for a in path:
+            total += self.arc_features(a)
+        return total
+
+
+class Decoder:
+    """Phrase-based stack decoder over a phrase table (filtered or not) and a KenLM model."""
+
+    def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights,
+                 settings: DecoderSettings = DecoderSettings()) -> None:
+        self.table, self.lm, self.settings = table, lm, settings
+        self.weights = weights
+        self.bos = kenlm.State()
+        lm.BeginSentenceWrite(self.bos)
+
+    @property
+    def weights(self) -> Weights:
+        return self._weights
+
+    @weights.setter
+    def weights(self, weights: Weights) -> None:
+        """New weights re-score the options (the cache of scored options is per weights)."""
+        self._weights = weights
+        self.options = OptionCache(self.table, self.lm, weights, self.settings.options_per_phrase)
+
+    def decode(self, words: Sequence[str]) -> SearchGraph:
+        started = time.perf_counter()
+        words = list(words)
+        if not words:
+            return self._single_path(words, [], np.zeros(len(FEATURES)), {"empty": True})
+        opts = collect_options(words, self.options)
+        future = FutureCosts(span_table(opts.best_by_span(len(words))))
+        end, stats = self._search(words, opts, future)
+        if end is None or not end[ARCS]:
+            return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
+        graph = self._graph(words, opts, end)
+        graph.stats.update(stats, seconds=time.perf_counter() - started)
+        return graph
+
+    def _search(self, words: list[str], opts: Options, future: FutureCosts) -> tuple[Node | None, dict]:
+        n = len(words)
+        full = (1 << n) - 1
+        settings = self.settings
+        w = self.weights.vector
+        w_lm, w_d = float(w[LM]) * LN10, float(w[DISTORTION])  # LM scores are summed in log10 below
+        beam = -math.log(settings.beam_threshold) if settings.beam_threshold > 0 else math.inf
+        limit_d = settings.distortion_limit if settings.distortion_limit >= 0 else n
+        stack_limit = max(1, settings.stack_limit)
+        lm, by_start = self.lm, opts.by_start
+        static_score, opt_future, target_ids = opts.static_score, opts.future, opts.target_ids
+        targets = opts.targets
+        lm_cache: dict = {}
+        end_cache: dict = {}
+        stacks: list[dict] = [dict() for _ in range(n + 1)]
+        floor = [-math.inf] * (n + 1)  # stack k rejects totals below this: best - beam, or its limit-th best
+        start = [0.0, 0, -1, self.bos, future(0), []]
+        stacks[0][None] = start
+        future_cache = future.cache
+        created = expansions = 0
+        for k in range(n):
+            nodes = _prune(stacks[k], stack_limit, beam)
+            stacks[k] = {}  # expanded nodes live on through their arcs only
+            for node in nodes:
+                score, coverage, last, state = node[0], node[1], node[2], node[3]
+                first_gap = (~coverage & (coverage + 1)).bit_length() - 1
+                lo, hi = max(first_gap, last + 1 - limit_d), min(n - 1, last + 1 + limit_d)
+                for i in range(lo, hi + 1):
+                    if coverage >> i & 1:
+                        continue
+                    distortion = -abs(i - last - 1)
+                    base = score + w_d * distortion
+                    for span in by_start[i]:
+                        if coverage & span.mask:
+                            break  # longer spans from i overlap too
+                        j = span.end
+                        if i > first_gap and j + 1 - first_gap > limit_d:
+                            break  # could not jump back to the first gap
+                        new_coverage = coverage | span.mask
+                        fc = future_cache.get(new_coverage)
+                        if fc is None:
+                            fc = future(new_coverage)
+                        k2 = k + j - i + 1
+                        bar = floor[k2] - base - fc  # an option must add at least this much
+                        if span.best_future < bar:
+                            continue
+                        stack = stacks[k2]
+                        for o in span.options:
+                            if opt_future[o] < bar:
+                                break  # options are sorted by future score
+                            expansions += 1
+                            key = (state, target_ids[o])
+                            cached = lm_cache.get(key)
+                            if cached is None:
+                                s_in, lm10 = state, 0.0
+                                for word in targets[o]:
+                                    s_out = kenlm.State()
+                                    lm10 += lm.BaseScore(s_in, word, s_out)
+                                    s_in = s_out
+                                cached = lm_cache[key] = (lm10, s_in)
+                            lm10, out_state = cached
+                            if new_coverage == full:
+                                end10 = end_cache.get(out_state)
+                                if end10 is None:
+                                    end10 = end_cache[out_state] = lm.BaseScore(out_state, "</s>", kenlm.State())
+                                lm10 += end10
+                                rkey = None
+                            else:
+                                rkey = (new_coverage, j, out_state)
+                            new_score = base + static_score[o] + w_lm * lm10
+                            total = new_score + fc
+                            if total < floor[k2]:
+                                continue
+                            arc = (node, o, lm10 * LN10, distortion)
+                            existing = stack.get(rkey)
+                            if existing is None:
+                                created += 1
+                                stack[rkey] = [new_score, new_coverage, j, out_state, fc, [arc]]
+                                if len(stack) > 2 * stack_limit:
+                                    floor[k2] = max(floor[k2], _prune_in_place(stack, stack_limit, beam))
+                                    bar = floor[k2] - base - fc
+                            else:
+                                if new_score > existing[0]:
+                                    existing[0] = new_score
+                                existing[5].append(arc)
+                            if total - beam > floor[k2]:
+                                floor[k2] = total - beam
+                                bar = floor[k2] - base - fc
+        end = stacks[n].get(None)
+        if end is not None and beam < math.inf:  # arcs into the end node: the threshold applies to them too
+            end_floor = end[SCORE] - beam
+            end[ARCS] = [a for a in end[ARCS] if a[0][SCORE] + self._arc_gain(opts, a) >= end_floor]
+        return end, {"hypotheses": created, "expansions": expansions, "options": len(opts)}
+
+    def _arc_gain(self, opts: Options, arc: tuple) -> float:
+        _, o, lm, distortion = arc
+        w = self.weights.vector
+        return opts.static_score[o] + float(w[LM]) * lm + float(w[DISTORTION]) * distortion
+
+    def _graph(self, words: list[str], opts: Options, end: Node) -> SearchGraph:
+        """The states that reach the end node, numbered in topological order, and their arcs."""
+        seen = {id(end): end}
+        todo = [end]
+        while todo:
+            for arc in todo.pop()[ARCS]:
+                prev = arc[0]
+                if id(prev) not in seen:
+                    seen[id(prev)] = prev
+                    todo.append(prev)
+        del seen[id(end)]
+        order = sorted(seen.values(), key=lambda nd: nd[COVERAGE].bit_count())  # arcs add coverage
+        order.append(end)
+        ids = {id(nd): k for k, nd in enumerate(order)}
+        arcs = [(ids[id(a[0])], v, a[1], a[2], a[3]) for v, nd in enumerate(order) for a in nd[ARCS]]
+        return SearchGraph(source=words, weights=self.weights, targets=opts.targets, spans=opts.spans,
+                           static=np.array(opts.static), arcs=arcs, num_states=len(order))
+
+    def _single_path(self, words: list[str], target: list[str], static: np.ndarray, stats: dict) -> SearchGraph:
+        """A graph of one arc: the empty sentence, or the whole source passed through."""
+        lm10 = self.lm.score(" ".join(target), bos=True, eos=True)
+        span = (0, len(words) - 1)
+        return SearchGraph(source=words, weights=self.weights, targets=[tuple(target)], spans=[span],
+                           static=static[None, :], arcs=[(0, 1, 0, lm10 * LN10, 0)], num_states=2, stats=stats)
+
+
+def _total(node: Node) -> float:
+    return node[SCORE] + node[FUTURE]
+
+
+def _prune(stack: dict, limit: int, beam: float) -> list[Node]:
+    """The nodes of a stack worth expanding, best first."""
+    nodes = heapq.nlargest(limit, stack.values(), key=_total)
+    if nodes and beam < math.inf:
+        floor = _total(nodes[0]) - beam
+        nodes = [nd for nd in nodes if _total(nd) >= floor]
+    return nodes
+
+
+def _prune_in_place(stack: dict, limit: int, beam: float) -> float:
+    """Keep the stack's best ``limit`` nodes; returns the total score of the worst one kept.
+
+    Scores in a stack only grow, so a later hypothesis below that total could never make the top ``limit``.
+    """
+    kept = _prune(stack, limit, beam)
+    keep = {id(nd) for nd in kept}
+    for key in [key for key, nd in stack.items() if id(nd) not in keep]:
+        del stack[key]
+    return _total(kept[-1]) if len(kept) >= limit else -math.inf

@@ -1,0 +1,76 @@
+"""NMT decoding stages: FNMT (the GRU ensemble) and TNMT (the averaged Transformer) translate a split with the
+batched beam decoder (pipeline/decode), with the settings of the profile's [decode] section."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from pipeline.decode.beam_search import SearchSettings
+from pipeline.decode.translate import LoadedModels, translate_lines
+from pipeline.io import read_lines, write_lines
+from pipeline.nmt.system import load_system, system_members
+from pipeline.nmt.train import default_device
+from pipeline.text import TextProcessor, get_tokenizer
+from tasks.base import PipelineTask
+from tasks.data import ApplyBPE, SplitTask, TrainTruecaser, load_truecaser
+from tasks.nmt import NMTSystem
+
+
+class DecodeNMT(SplitTask):
+    """A pure NMT system's translation of a split: translation.<target> (detokenized, one line per source line; an
+    empty source line gives an empty line) and bpe.<target> (the output subwords)."""
+
+    stage = "nmt-decode"
+    system: ClassVar[str] = ""
+
+    def label(self) -> str:
+        return f"{self.system}-{self.split}"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {"system": self.clone(NMTSystem, system=self.system), "subwords": self.clone(ApplyBPE),
+                "truecaser": self.clone(TrainTruecaser)}
+
+    def params(self) -> dict[str, Any]:
+        return {"system": self.system, "split": self.split,
+                "decode": dataclasses.asdict(self.profile_config.decode)}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        torch.set_num_threads(max(1, self.processes))
+        source, target = self.config.source, self.config.target
+        inputs, decode = self.requires(), self.profile_config.decode
+        device = default_device()
+        begin = time.perf_counter()
+        system_file = inputs["system"].artifact_dir() / "system.json"
+        ensemble, src_vocab, tgt_vocab = load_system(system_file, device)
+        models = LoadedModels(ensemble, src_vocab, tgt_vocab, system_members(system_file), device)
+        loaded = time.perf_counter()
+        lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
+        tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
+        processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
+                                                                                target), bpe=None)
+        settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
+                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+        result = translate_lines(lines, models, settings, processor, source=None,
+                                 batch_sentences=decode.batch_sentences, sort=decode.sort)
+        write_lines(out / f"translation.{target}", result.text)
+        write_lines(out / f"bpe.{target}", result.bpe)
+        stats = dict(result.stats)
+        stats["timings"] = {"nmt_load": round(loaded - begin, 3), "nmt_decode": stats["timings"]["nmt_decode"],
+                            "postprocess": stats["timings"]["postprocess"]}
+        return stats
+
+
+class DecodeFNMT(DecodeNMT):
+    """FNMT: the ensemble of GRU models (one per seed) of NMTSystem(FNMT)."""
+
+    system = "FNMT"
+
+
+class DecodeTNMT(DecodeNMT):
+    """TNMT: the averaged Transformer(s) of NMTSystem(TNMT)."""
+
+    system = "TNMT"

@@ -1,0 +1,63 @@
+"""LMBR stages: n-gram posteriors and the L matrix of every sentence of a split, from the PBMT lattices."""
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lattices.lmatrix import build_lmatrix_shard
+from lattices.theta import Theta
+from tasks.base import PipelineTask
+from tasks.data import BuildVocab, LearnBPE, SplitTask
+from tasks.evaluate import EvaluateSystem
+from tasks.smt import DecodePBMT
+
+
+class BuildLMatrix(SplitTask):
+    """Posteriors (orders 1-4) and L per sentence, in NMT target units, sharded over `processes` workers.
+
+    Theta comes from the PBMT's BLEU precisions on the task's tuning set (ALGORITHMS.md section 3).
+    """
+
+    stage = "lmatrix"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {
+            "lattices": self.clone(DecodePBMT),
+            "codes": self.clone(LearnBPE),
+            "vocab": self.clone(BuildVocab),
+            "theta": self.clone(EvaluateSystem, system="PBMT", split=self.config.splits.tune),
+        }
+
+    def params(self) -> dict[str, Any]:
+        return {"split": self.split, **self.profile_config.lmbr.__dict__}
+
+    def theta(self) -> Theta:
+        lmbr = self.profile_config.lmbr
+        bleu = self.requires()["theta"].signature()["stats"]["bleu"]
+        return Theta.from_precisions(bleu["precisions"], lmbr.theta_convention, lmbr.theta_t)
+
+    def build(self, out: Path) -> dict[str, Any]:
+        lmbr, target = self.profile_config.lmbr, self.config.target
+        inputs = self.requires()
+        lattice_dir = inputs["lattices"].artifact_dir() / "lattices"
+        paths = sorted(lattice_dir.glob("*.fst"), key=lambda p: int(p.stem))
+        workers = max(1, min(self.processes, len(paths)))
+        shards = [paths[k::workers] for k in range(workers)]
+        jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
+                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), None, lmbr.semiring,
+                 lmbr.nbest, out / f"shard-{k}.npz", lmbr.order) for k, shard in enumerate(shards) if shard]
+        if len(jobs) > 1:
+            with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+                results = list(pool.map(build_lmatrix_shard, *zip(*jobs)))
+        else:
+            results = [build_lmatrix_shard(*job) for job in jobs]
+        return {
+            "sentences": sum(r["sentences"] for r in results),
+            "rows": sum(r["rows"] for r in results),
+            "max_rows": max((r["max_rows"] for r in results), default=0),
+            "nnz": sum(r["nnz"] for r in results),
+            "shards": len(results),
+            "timings": {"posteriors_and_l": round(sum(r["seconds"] for r in results), 3)},
+            "theta": self.theta().signature(),
+        }

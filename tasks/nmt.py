@@ -1,0 +1,193 @@
+"""NMT stages: train a GRU or Transformer model, average its last checkpoints, define the FNMT/TNMT systems
+(ensembles of one model per seed), and export a Transformer to CTranslate2.
+
+Training resumes after a kill: PipelineTask builds its artifact in a temporary folder renamed at the end, so the
+resumable state (checkpoints with optimizer, scheduler, batch position and random states; metrics.csv) lives in a
+stable side folder `<work_dir>/<profile>/<task>/nmt-train-state/<artifact name>/`, removed once the artifact is in
+place. The artifact keeps the last K checkpoints (weights only), the vocabularies, the metrics and the config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import luigi
+import torch
+
+from pipeline.config import GruProfile, TransformerProfile
+from pipeline.io import read_lines, write_json
+from pipeline.nmt.average import average_last
+from pipeline.nmt.checkpoint import load_checkpoint, save_checkpoint
+from pipeline.nmt.models import ARCHITECTURES, limit_vocabulary, model_config
+from pipeline.nmt.system import write_system
+from pipeline.nmt.train import ParallelText, Validation, default_device, train_model
+from pipeline.text import TextProcessor, get_tokenizer
+from pipeline.vocab import Vocabulary
+from tasks.base import PipelineTask
+from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
+
+NMT_SYSTEMS = {"FNMT": "gru", "TNMT": "transformer"}  # the paper's pure NMT systems and their architecture
+
+
+class NmtModelTask(PipelineTask):
+    """A stage about one model: an architecture and a seed."""
+
+    architecture = luigi.ChoiceParameter(choices=tuple(ARCHITECTURES), description="gru or transformer")
+    seed = luigi.IntParameter(description="random seed of the model (one of the profile's nmt.<arch>.training.seeds)")
+
+    def label(self) -> str:
+        return f"{self.architecture}-seed{self.seed}"
+
+    def arch_profile(self) -> GruProfile | TransformerProfile:
+        return getattr(self.profile_config.nmt, self.architecture)
+
+
+class TrainNMT(NmtModelTask):
+    """One trained model: checkpoints/checkpoint-<update>.pt (the last K), vocab.<lang>.json, metrics.csv."""
+
+    stage = "nmt"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        splits = self.config.splits
+        return {"train": self.clone(ApplyBPE, split=splits.train), "tune": self.clone(ApplyBPE, split=splits.tune),
+                "vocab": self.clone(BuildVocab), "tune_raw": self.clone(TokenizeSplit, split=splits.tune),
+                "truecaser": self.clone(TrainTruecaser)}
+
+    def params(self) -> dict[str, Any]:
+        profile = dataclasses.asdict(self.arch_profile())
+        for unused in ("seeds", "average_checkpoints"):  # they choose models, they do not change one
+            profile["training"].pop(unused)
+        return {"architecture": self.architecture, "seed": self.seed, "model": profile}
+
+    def state_dir(self) -> Path:
+        return Path(self.work_dir) / self.profile / self.task_name / "nmt-train-state" / self.artifact_dir().name
+
+    def _vocabularies(self, out: Path) -> dict[str, Vocabulary]:
+        folder = self.requires()["vocab"].artifact_dir()
+        vocabs = {}
+        for lang in (self.config.source, self.config.target):
+            full = Vocabulary.load(folder / f"vocab.{lang}.json")
+            vocabs[lang] = limit_vocabulary(full, self.arch_profile().vocab_size)
+            vocabs[lang].save(out / f"vocab.{lang}.json")
+        return vocabs
+
+    def _validation(self) -> Validation:
+        src, tgt, n = self.config.source, self.config.target, self.arch_profile().training.valid_sentences or None
+        tune = self.requires()["tune"].artifact_dir()
+        text = ParallelText(list(islice(token_lines(tune / f"bpe.{src}.gz"), n)),
+                            list(islice(token_lines(tune / f"bpe.{tgt}.gz"), n)))
+        references = list(islice(read_lines(self.requires()["tune_raw"].artifact_dir() / f"raw.{tgt}.gz"), n))
+        processor = TextProcessor(
+            tokenizer=get_tokenizer(self.config.languages[tgt].tokenizer, tgt, Path(self.cache_dir) / "tokenizers"),
+            truecaser=load_truecaser(self.requires()["truecaser"].artifact_dir(), tgt), bpe=None)
+        return Validation(text, references, processor.postprocess, tgt)
+
+    def build(self, out: Path) -> dict[str, Any]:
+        torch.set_num_threads(max(1, self.processes))
+        src, tgt = self.config.source, self.config.target
+        state_dir = self.state_dir()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        vocabs = self._vocabularies(state_dir)
+        train_dir = self.requires()["train"].artifact_dir()
+        train = ParallelText(list(token_lines(train_dir / f"bpe.{src}.gz")),
+                             list(token_lines(train_dir / f"bpe.{tgt}.gz")))
+        config = model_config(self.architecture, self.arch_profile(), vocabs[src], vocabs[tgt])
+        device = default_device()
+        result = train_model(config, self.arch_profile().training, self.seed, vocabs[src], vocabs[tgt], train,
+                             state_dir, valid=self._validation(), device=device,
+                             vocab_paths={"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"})
+        for lang in (src, tgt):
+            shutil.copyfile(state_dir / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
+        (out / "checkpoints").mkdir()
+        for path in result.checkpoints:  # weights only: the optimizer state is for resuming, not for decoding
+            ckpt = load_checkpoint(path)
+            save_checkpoint(out / "checkpoints" / path.name, ckpt.config, ckpt.model,
+                            {"source": f"../vocab.{src}.json", "target": f"../vocab.{tgt}.json"},
+                            meta={**ckpt.meta, "update": ckpt.training["update"]})
+        shutil.copyfile(state_dir / "metrics.csv", out / "metrics.csv")
+        write_json(out / "config.json", config.to_dict())
+        return {"updates": result.updates, "epochs": result.epoch, "train_seconds": round(result.elapsed, 1),
+                "stop_reason": result.stop_reason, "resumed_from": result.resumed_from,
+                "target_tokens": result.target_tokens,
+                "target_tokens_per_second": round(result.target_tokens / max(result.elapsed, 1e-9), 1),
+                "validation": result.validation, "parameters": result.parameters,
+                "vocab_sizes": {lang: len(v) for lang, v in vocabs.items()}, "device": str(device),
+                "train_pairs": len(train.sources), "checkpoints": [p.name for p in result.checkpoints]}
+
+    def run(self) -> None:
+        super().run()
+        shutil.rmtree(self.state_dir(), ignore_errors=True)
+
+
+class AverageCheckpoints(NmtModelTask):
+    """model.pt: the average of the model's last K checkpoints (K = nmt.<arch>.training.average_checkpoints)."""
+
+    stage = "nmt-average"
+
+    def requires(self) -> TrainNMT:
+        return self.clone(TrainNMT)
+
+    def params(self) -> dict[str, Any]:
+        return {"architecture": self.architecture, "seed": self.seed,
+                "average_checkpoints": self.arch_profile().training.average_checkpoints}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        trained = self.input_dir()
+        src, tgt = self.config.source, self.config.target
+        for lang in (src, tgt):
+            shutil.copyfile(trained / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
+        averaged = average_last(trained / "checkpoints", self.arch_profile().training.average_checkpoints,
+                                out / "model.pt", {"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"})
+        return {"averaged": [p.name for p in averaged]}
+
+
+class NMTSystem(PipelineTask):
+    """system.json: the members of FNMT (one GRU per seed) or TNMT (one averaged Transformer per seed)."""
+
+    stage = "nmt-system"
+    system = luigi.ChoiceParameter(choices=tuple(NMT_SYSTEMS), description="FNMT or TNMT")
+
+    def label(self) -> str:
+        return self.system
+
+    def architecture(self) -> str:
+        return NMT_SYSTEMS[self.system]
+
+    def requires(self) -> list[AverageCheckpoints]:
+        arch = self.architecture()
+        seeds = getattr(self.profile_config.nmt, arch).training.seeds
+        return [self.clone(AverageCheckpoints, architecture=arch, seed=seed) for seed in seeds]
+
+    def params(self) -> dict[str, Any]:
+        return {"system": self.system, "architecture": self.architecture()}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        # The member paths point at the final artifact folder (out is renamed there), relative to it.
+        final = self.artifact_dir()
+        members = [t.artifact_dir() / "model.pt" for t in self.requires()]
+        write_system(out / "system.json", self.architecture(), members, relative_to=final)
+        return {"members": len(members)}
+
+
+class ExportCTranslate2(NmtModelTask):
+    """ct2/: an averaged Transformer in CTranslate2's format (needs the ctranslate2 package, the `ct2` extra)."""
+
+    stage = "nmt-ct2"
+    quantization = luigi.Parameter(default="", description="CTranslate2 weight type (int8, float16, ...); '': as is")
+
+    def requires(self) -> AverageCheckpoints:
+        return self.clone(AverageCheckpoints)
+
+    def params(self) -> dict[str, Any]:
+        return {"architecture": self.architecture, "seed": self.seed, "quantization": self.quantization}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        from pipeline.nmt.export_ct2 import export_checkpoint
+
+        if self.architecture != "transformer":
+            raise ValueError("only Transformer models export to CTranslate2")
+        export_checkpoint(self.input_dir() / "model.pt", out / "ct2", self.quantization or None)
+        return {"files": sorted(p.name for p in (out / "ct2").iterdir())}

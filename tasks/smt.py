@@ -1,0 +1,201 @@
+"""The phrase-based system (PBMT): word alignment, phrase table, MERT, and decoding a split with lattices."""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import kenlm
+
+from pipeline.io import read_lines, write_json, write_lines
+from pipeline.smt.align import AlignerSettings, align, format_links, parse_links
+from pipeline.smt.decoder import Decoder, DecoderSettings
+from pipeline.smt.features import Weights
+from pipeline.smt.lattice import format_nbest
+from pipeline.smt.mert import MertSettings, corpus_bleu, bleu_stats, run_mert
+from pipeline.smt.parallel import Job, decode_all
+from pipeline.smt.phrase_scoring import build_phrase_table
+from pipeline.smt.phrase_table import FORMAT_VERSION, FastPhraseTable
+from pipeline.smt.symmetrize import grow_diag_final_and
+from pipeline.smt.weights import load_weights, save_weights
+from pipeline.text import TextProcessor, get_tokenizer
+from tasks.base import PipelineTask
+from tasks.data import SplitTask, TrainTruecaser, TruecaseSplit, load_truecaser
+from tasks.lm import TrainLM
+
+TABLE_TEXT, TABLE_FAST = "phrase-table.gz", "phrase-table.npz"
+
+
+def decoder_settings(task: PipelineTask) -> DecoderSettings:
+    p = task.profile_config.pbmt
+    return DecoderSettings(stack_limit=p.stack_limit, beam_threshold=p.beam_threshold,
+                           distortion_limit=p.distortion_limit, options_per_phrase=p.options_per_phrase)
+
+
+def split_words(folder: Path, lang: str, limit: int = 0) -> list[list[str]]:
+    lines = [line.split() for line in read_lines(folder / f"words.{lang}.gz")]
+    return lines[:limit] if limit > 0 else lines
+
+
+class AlignWords(PipelineTask):
+    """eflomal alignments of the training words both ways, and their grow-diag-final-and symmetrisation."""
+
+    stage = "align"
+
+    def requires(self) -> TruecaseSplit:
+        return self.clone(TruecaseSplit, split=self.config.splits.train)
+
+    def params(self) -> dict[str, Any]:
+        return {"aligner": "eflomal", **asdict(AlignerSettings()), "symmetrisation": "grow-diag-final-and"}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        src, tgt = (list(read_lines(self.input_dir() / f"words.{lang}.gz"))
+                    for lang in (self.config.source, self.config.target))
+        started = time.perf_counter()
+        forward, reverse = align(src, tgt, AlignerSettings())
+        aligned = time.perf_counter()
+        symmetric = [grow_diag_final_and(f, r) for f, r in zip(forward, reverse)]
+        for name, links in (("fwd", forward), ("rev", reverse), ("gdfa", symmetric)):
+            write_lines(out / f"links.{name}.gz", (format_links(x) for x in links))
+        return {"sentences": len(src), "links": {"fwd": sum(map(len, forward)), "rev": sum(map(len, reverse)),
+                                                 "gdfa": sum(map(len, symmetric))},
+                "timings": {"eflomal": round(aligned - started, 3),
+                            "symmetrise": round(time.perf_counter() - aligned, 3)}}
+
+
+class BuildPhraseTable(PipelineTask):
+    """The phrase table of the training data: Moses text (gzip) and the fast form."""
+
+    stage = "phrases"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {"words": self.clone(TruecaseSplit, split=self.config.splits.train), "align": self.clone(AlignWords)}
+
+    def params(self) -> dict[str, Any]:
+        return {"max_phrase_length": self.profile_config.pbmt.max_phrase_length,
+                "scores": "p_fe lex_fe p_ef lex_ef", "lexical_alignment": "most frequent",
+                "fast_form": FORMAT_VERSION}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        words, links = self.requires()["words"].artifact_dir(), self.requires()["align"].artifact_dir()
+        tmp_dir = Path(self.cache_dir) / "phrases-tmp"
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        return build_phrase_table(
+            (line.split() for line in read_lines(words / f"words.{self.config.source}.gz")),
+            (line.split() for line in read_lines(words / f"words.{self.config.target}.gz")),
+            (parse_links(line) for line in read_lines(links / "links.gdfa.gz")),
+            self.profile_config.pbmt.max_phrase_length, out / TABLE_TEXT, out / TABLE_FAST, tmp_dir=tmp_dir,
+            threads=self.processes)
+
+
+class PbmtModelTask(PipelineTask):
+    """A stage that decodes with the phrase table and the LM."""
+
+    def model_inputs(self) -> dict[str, PipelineTask]:
+        return {"phrases": self.clone(BuildPhraseTable), "lm": self.clone(TrainLM)}
+
+    def decoder(self, sentences: list[list[str]], weights: Weights) -> Decoder:
+        inputs = self.requires()
+        table = FastPhraseTable.load(inputs["phrases"].artifact_dir() / TABLE_FAST).filter(sentences)
+        lm = kenlm.Model(str(inputs["lm"].artifact_dir() / "lm.bin"))
+        return Decoder(table, lm, weights, decoder_settings(self))
+
+
+class TunePBMT(PbmtModelTask):
+    """Log-linear weights by MERT on the task's tuning split, from Moses' default weights."""
+
+    stage = "mert"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {**self.model_inputs(), "tune": self.clone(TruecaseSplit, split=self.config.splits.tune)}
+
+    def mert_settings(self) -> MertSettings:
+        p = self.profile_config.pbmt
+        return MertSettings(iterations=p.mert_iterations, nbest=p.mert_nbest,
+                            random_directions=p.mert_random_directions, restarts=p.mert_restarts,
+                            seed=self.profile_config.seed)
+
+    def params(self) -> dict[str, Any]:
+        return {"tune": self.config.splits.tune, "sentences": self.profile_config.pbmt.mert_sentences,
+                "decoder": asdict(decoder_settings(self)), "mert": asdict(self.mert_settings()),
+                "metric": "BLEU on tokenized truecased words", "start": "Moses defaults"}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        tune_dir = self.requires()["tune"].artifact_dir()
+        limit = self.profile_config.pbmt.mert_sentences
+        source = split_words(tune_dir, self.config.source, limit)
+        references = split_words(tune_dir, self.config.target, limit)
+        started = time.perf_counter()
+        decoder = self.decoder(source, Weights.default())
+        loaded = time.perf_counter()
+        settings = self.mert_settings()
+
+        def decode(weights: Weights):
+            decoder.weights = weights
+            results = decode_all(Job(decoder, source, nbest=settings.nbest), self.profile_config.pbmt.workers,
+                                 desc="mert")
+            return [r.nbest for r in results]
+
+        weights, history = run_mert(decode, references, Weights.default(), settings)
+        signature = save_weights(out / "weights.json", weights, self.signature_params(),
+                                 {"history": history})
+        write_json(out / "mert.json", history)
+        return {"sentences": len(source), "iterations": len(history), "signature": signature,
+                "decoded_bleu": [h["decoded_bleu"] for h in history], "weights": weights.to_dict(),
+                "best_iteration": next(h["iteration"] for h in history if h["weights"] == weights.to_dict()),
+                "timings": {"pbmt_load": round(loaded - started, 3),
+                            "mert": round(time.perf_counter() - loaded, 3)}}
+
+
+class DecodePBMT(SplitTask, PbmtModelTask):
+    """PBMT translation of a split: detokenized text, tokenized 1-best, n-best list and one lattice per sentence."""
+
+    stage = "pbmt"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {**self.model_inputs(), "weights": self.clone(TunePBMT), "words": self.clone(TruecaseSplit),
+                "truecaser": self.clone(TrainTruecaser)}
+
+    def params(self) -> dict[str, Any]:
+        p = self.profile_config.pbmt
+        return {"split": self.split, "decoder": asdict(decoder_settings(self)), "nbest": p.nbest, "alpha": p.alpha}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        source, target = self.config.source, self.config.target
+        inputs, p = self.requires(), self.profile_config.pbmt
+        started = time.perf_counter()
+        sentences = split_words(inputs["words"].artifact_dir(), source)
+        weights_file = load_weights(inputs["weights"].artifact_dir() / "weights.json")
+        decoder = self.decoder(sentences, weights_file.weights)
+        loaded = time.perf_counter()
+        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=out / "lattices"), p.workers,
+                             desc=f"pbmt {self.split}")
+        decoded = time.perf_counter()
+        processor = TextProcessor(
+            tokenizer=get_tokenizer(self.config.languages[target].tokenizer, target,
+                                    Path(self.cache_dir) / "tokenizers"),
+            truecaser=load_truecaser(inputs["truecaser"].artifact_dir(), target), bpe=None)
+        write_lines(out / f"words.{target}", (" ".join(r.best.words) for r in results))
+        write_lines(out / f"translation.{target}", (processor.postprocess(list(r.best.words), subword=False)
+                                                    for r in results))
+        write_lines(out / "nbest.txt", (line for r in results for line in format_nbest(r.index, r.nbest)))
+        words = sum(r.source_words for r in results)
+        states, arcs = sum(r.lattice_states for r in results), sum(r.lattice_arcs for r in results)
+        write_json(out / "lattices.json", {"alpha": p.alpha, "sentences": len(results),
+                                           "weights": weights_file.weights.to_dict(), "semiring": "tropical",
+                                           "weights_signature": weights_file.signature,
+                                           "states": states, "arcs": arcs})
+        stats: dict[str, Any] = {
+            "sentences": len(results), "source_words": words,
+            "lattice": {"states": states, "arcs": arcs, "states_per_word": round(states / max(words, 1), 2),
+                        "arcs_per_word": round(arcs / max(words, 1), 2)},
+            "words_per_minute": round(60 * words / max(decoded - loaded, 1e-9), 1),
+            "timings": {"pbmt_load": round(loaded - started, 3), "pbmt_decode": round(decoded - loaded, 3),
+                        "postprocess": round(time.perf_counter() - decoded, 3)},
+        }
+        if self.split == self.config.splits.tune:  # tokenized BLEU against the tuning references, for MERT's record
+            refs = split_words(inputs["words"].artifact_dir(), target)
+            stats["tokenized_bleu"] = round(100 * corpus_bleu(sum(bleu_stats(r.best.words, ref)
+                                                                  for r, ref in zip(results, refs))), 2)
+        return stats

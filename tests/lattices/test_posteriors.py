@@ -1,0 +1,102 @@
+import math
+import random
+
+import pytest
+
+from lattices.lattice import Lattice
+from lattices.posteriors import forward_posteriors, ngram_posteriors
+from tests.lattices.helpers import (GOLDEN_ARCS, GOLDEN_FINAL, GOLDEN_POSTERIORS, assert_close, brute_force,
+                                    fst_paths, make_fst, random_fst)
+
+
+def golden_lattice(extra_arcs=()) -> Lattice:
+    arcs = GOLDEN_ARCS + list(extra_arcs)
+    return Lattice.from_arcs(1 + max(max(s, d) for s, d, _, _ in arcs), 0, arcs, {GOLDEN_FINAL: 0.0})
+
+
+@pytest.mark.parametrize("semiring", ["tropical", "log"])
+def test_golden_lattice_gives_the_published_posteriors(semiring):
+    got = ngram_posteriors(golden_lattice(), order=4, alpha=1.0, semiring=semiring).as_dict()
+    for ngram, expected in GOLDEN_POSTERIORS.items():
+        assert got[ngram] == pytest.approx(expected, abs=1e-5)
+
+
+def test_golden_lattice_with_a_repeated_ngram_counts_it_once_per_path():
+    # a sixth path 1 933 150 24 150 2 (cost 37.654 + 1.5) reads "150" twice and "24 150" once
+    lattice = golden_lattice([(4, 8, 24, 1.5), (8, 6, 150, 0.0)])
+    costs = {(1, 933, 18, 24, 150, 2): 4.738, (1, 933, 150, 2): 0.0, (1, 933, 150, 23): 5.906,
+             (1, 933, 226, 150, 2): 5.521, (1, 933, 508, 150, 2): 8.223, (1, 933, 150, 24, 150, 2): 1.5}
+    weights = {s: math.exp(-c) for s, c in costs.items()}
+    z = sum(weights.values())
+    got = ngram_posteriors(lattice, order=4, alpha=1.0).as_dict()
+    assert got[(150,)] == pytest.approx(1.0, abs=1e-12)  # not the expected count 1 + P(last path)
+    assert got[(24, 150)] == pytest.approx((weights[(1, 933, 18, 24, 150, 2)] + weights[(1, 933, 150, 24, 150, 2)]) / z,
+                                           abs=1e-12)
+    assert got[(150, 2)] == pytest.approx(1 - weights[(1, 933, 150, 23)] / z, abs=1e-12)
+    assert got[(150, 24, 150, 2)] == pytest.approx(weights[(1, 933, 150, 24, 150, 2)] / z, abs=1e-12)
+    # and, with alpha = 0.5, equal to enumeration
+    paths = [(s, 37.654 + c) for s, c in costs.items()]
+    assert_close(ngram_posteriors(lattice, 4, 0.5).as_dict(), brute_force(paths, 4, 0.5), 1e-12)
+
+
+@pytest.mark.parametrize("semiring", ["tropical", "log"])
+def test_forward_algorithm_equals_brute_force_on_random_lattices(semiring):
+    rng = random.Random(7 if semiring == "log" else 8)
+    checked_duplicates = checked_repeats = 0
+    for trial in range(60):
+        fst = random_fst(rng, states=rng.randint(3, 11), alphabet=rng.randint(2, 5))
+        paths = fst_paths(fst)
+        strings = [s for s, _ in paths]
+        checked_duplicates += len(set(strings)) < len(strings)
+        checked_repeats += any(len(set(s)) < len(s) for s in strings)
+        alpha = rng.choice([1.0, 0.3, 2.5])
+        order = rng.randint(1, 4)
+        got = ngram_posteriors(Lattice.from_fst(fst), order, alpha, semiring).as_dict()
+        assert_close(got, brute_force(paths, order, alpha, semiring), 1e-9)
+    assert checked_duplicates > 10 and checked_repeats > 10  # the cases that matter were exercised
+
+
+@pytest.mark.parametrize("semiring", ["tropical", "log"])
+def test_nbest_evidence_equals_brute_force_over_the_top_k_strings(semiring):
+    rng = random.Random(11)
+    for trial in range(40):
+        fst = random_fst(rng, states=rng.randint(4, 9), alphabet=3)
+        paths = fst_paths(fst)
+        k = rng.randint(1, 6)
+        got = ngram_posteriors(Lattice.from_fst(fst), 4, 0.8, semiring, nbest=k).as_dict()
+        assert_close(got, brute_force(paths, 4, 0.8, semiring, nbest=k), 1e-9)
+
+
+def test_semirings_differ_only_where_strings_have_several_derivations():
+    # two derivations of "5 6" (costs 1 and 1), one of "5 7" (cost 1)
+    arcs = [(0, 1, 5, 0.0), (1, 3, 6, 1.0), (0, 2, 5, 0.0), (2, 3, 6, 1.0), (1, 3, 7, 1.0)]
+    lattice = Lattice.from_arcs(4, 0, arcs, {3: 0.0})
+    trop = ngram_posteriors(lattice, 2, 1.0, "tropical").as_dict()
+    log = ngram_posteriors(lattice, 2, 1.0, "log").as_dict()
+    assert trop[(6,)] == pytest.approx(0.5) and log[(6,)] == pytest.approx(2 / 3)
+
+
+def test_epsilons_and_final_costs_and_long_lattices_do_not_underflow():
+    # 400 arcs of cost 5 (total 2000 nats: exp(-2000) underflows), two ways per step
+    arcs = []
+    for i in range(200):
+        arcs += [(i, i + 1, 3 + i % 2, 5.0), (i, i + 1, 0, 5.0 + math.log(3))]
+    lattice = Lattice.from_arcs(201, 0, arcs, {200: 0.0})
+    p = forward_posteriors(lattice, 1).as_dict()
+    assert p[(3,)] == pytest.approx(1 - 0.25 ** 100) and p[(4,)] == pytest.approx(1 - 0.25 ** 100)
+
+
+def test_empty_lattice_has_no_posteriors():
+    assert len(ngram_posteriors(Lattice.empty())) == 0
+    # a lattice whose only final state is unreachable is empty after trimming
+    assert Lattice.from_arcs(3, 0, [(0, 1, 4, 0.0)], {2: 0.0}).num_states == 0
+
+
+def test_dead_ends_contribute_no_ngrams():
+    lattice = Lattice.from_fst(make_fst([(0, 1, 4, 0.0), (0, 2, 9, 0.0), (1, 3, 5, 0.0)], {3: 0.0}))
+    assert set(ngram_posteriors(lattice, 2).as_dict()) == {(4,), (5,), (4, 5)}
+
+
+def test_cyclic_lattice_is_rejected():
+    with pytest.raises(ValueError, match="cyclic"):
+        Lattice.from_arcs(2, 0, [(0, 1, 4, 0.0), (1, 0, 5, 0.0)], {1: 0.0})

@@ -1,0 +1,125 @@
+"""`lmbr translate`: raw text in, detokenized text (and subwords, n-best lists, timings) out, with a tiny random-weight
+model saved as the NMT tasks save theirs."""
+import json
+
+import pytest
+import torch
+
+from pipeline.cli.lmbr import main
+from pipeline.decode import SearchSettings, decode_sources
+from pipeline.decode.translate import load_models, model_files
+from pipeline.nmt.checkpoint import save_checkpoint
+from pipeline.nmt.models import build_model
+from pipeline.nmt.system import write_system
+from pipeline.text import BpeSegmenter, MosesTokenizer, Truecaser, learn_bpe
+from pipeline.vocab import Vocabulary
+from tests.conftest import sentence_pairs
+from tests.pipeline.nmt.conftest import gru_config, transformer_config
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """ger-eng preprocessing models (truecasers, German BPE codes) and two tiny models over their vocabularies."""
+    folder = tmp_path_factory.mktemp("translate")
+    pairs = sentence_pairs(200, seed=1)
+    tokenized = {lang: [MosesTokenizer(lang).tokenize(p[i]) for p in pairs] for i, lang in ((0, "en"), (1, "de"))}
+    truecasers = folder / "truecaser"
+    truecasers.mkdir()
+    for lang, lines in tokenized.items():
+        Truecaser.train(lines).save(truecasers / f"truecase.{lang}.json")
+    codes = folder / "codes.de"
+    learn_bpe((" ".join(t) for t in tokenized["de"]), 50, codes)
+    segmenter = BpeSegmenter(codes)
+    src_vocab = Vocabulary.build(segmenter.segment(t) for t in tokenized["de"])
+    tgt_vocab = Vocabulary.build(tokenized["en"])
+    models = folder / "models"
+    models.mkdir()
+    src_vocab.save(models / "vocab.de.json")
+    tgt_vocab.save(models / "vocab.en.json")
+    paths = []
+    for seed, config in ((1, gru_config), (2, transformer_config)):
+        torch.manual_seed(seed)
+        cfg = config(tgt_vocab, src_vocab_size=len(src_vocab))
+        model = build_model(cfg)
+        if seed == 1:
+            with torch.no_grad():  # the GRU's random weights seldom say EOS first: its outputs are not empty
+                model.output.bias[tgt_vocab.eos_id] = -5.0
+        paths.append(save_checkpoint(models / f"model{seed}.pt", cfg, model.state_dict(),
+                                     {"source": "vocab.de.json", "target": "vocab.en.json"}))
+    return {"folder": folder, "codes": codes, "truecasers": truecasers, "models": paths, "segmenter": segmenter,
+            "src_vocab": src_vocab}
+
+
+def translate(setup, tmp_path, *extra, models=None, input_lines=("Der Mann sieht ein Haus.", "",
+                                                                  "Mein Freund kauft das rote Auto heute.")):
+    source = tmp_path / "input.de"
+    source.write_text("".join(line + "\n" for line in input_lines), encoding="utf-8")
+    args = ["translate", *(str(m) for m in (models or setup["models"][:1])), "--task", "ger-eng",
+            "-i", str(source), "-o", str(tmp_path / "out.en"), "--threads", "1", "--max-length-b", "4",
+            "--truecaser-dir", str(setup["truecasers"]), *extra]
+    if "--bpe-input" not in extra:
+        args += ["--bpe-codes", str(setup["codes"])]
+    return main(args)
+
+
+def test_translates_raw_text_to_detokenized_text_subwords_and_timings(setup, tmp_path, capsys):
+    assert translate(setup, tmp_path, "--beam", "3", "--batch-sentences", "2", "--bpe-output",
+                     str(tmp_path / "out.bpe"), "--timings", str(tmp_path / "timings.json")) == 0
+    out = (tmp_path / "out.en").read_text(encoding="utf-8").split("\n")
+    bpe = (tmp_path / "out.bpe").read_text(encoding="utf-8").split("\n")
+    assert len(out) == len(bpe) == 4 and out[3] == bpe[3] == ""  # three lines, each ended by "\n"
+    assert out[1] == bpe[1] == "" and out[0] and out[2]
+    assert out[0][0].isupper() or not out[0][0].isalpha()  # detruecased: a sentence starts with a capital
+    timings = json.loads((tmp_path / "timings.json").read_text())
+    assert timings["sentences"] == 3 and timings["decoded_sentences"] == 2 and timings["source_words"] == 14
+    assert timings["target_words"] == sum(len(line.split()) for line in bpe)
+    assert timings["beam"] == 3 and timings["batch_sentences"] == 2 and timings["threads"] == 1
+    assert timings["words_per_minute"] > 0 and timings["peak_memory_bytes"] > 0 and timings["device"] == "cpu"
+    assert "words/minute" in capsys.readouterr().err
+
+    # the same subwords as the library's decoder on the preprocessed input
+    words = [Truecaser.load(setup["truecasers"] / "truecase.de.json").truecase(MosesTokenizer("de").tokenize(s))
+             for s in ("Der Mann sieht ein Haus.", "Mein Freund kauft das rote Auto heute.")]
+    ids = [setup["src_vocab"].encode(setup["segmenter"].segment(w)) + [setup["src_vocab"].eos_id] for w in words]
+    loaded = load_models(setup["models"][:1])
+    direct = decode_sources(loaded.ensemble, ids, SearchSettings(beam=3, max_length_b=4), batch_sentences=1)
+    assert [" ".join(loaded.tgt_vocab.decode(h[0].tokens)) for h in direct] == [bpe[0], bpe[2]]
+
+
+def test_bpe_input_nbest_lists_and_ensembles(setup, tmp_path):
+    first = [" ".join(setup["segmenter"].segment("Der Mann sieht ein Haus .".split()))]
+    assert translate(setup, tmp_path, "--bpe-input", "--beam", "4", "--nbest", "3", "--bpe-output",
+                     str(tmp_path / "nbest.bpe"), input_lines=first, models=setup["models"]) == 0
+    lines = (tmp_path / "out.en").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3 and all(line.startswith("0 ||| ") for line in lines)
+    scores = [float(line.rsplit("|||", 1)[1]) for line in lines]
+    assert scores == sorted(scores, reverse=True)
+    assert len({line.split(" ||| ")[1] for line in (tmp_path / "nbest.bpe").read_text().splitlines()}) == 3
+
+
+def test_model_paths_resolve_to_checkpoints(setup, tmp_path):
+    models = setup["models"]
+    system = tmp_path / "system" / "system.json"
+    system.parent.mkdir()
+    write_system(system, "mixed", models)
+    assert [p.resolve() for p in model_files(system.parent)] == [p.resolve() for p in models]
+    assert model_files(models[0]) == [models[0]]
+    with pytest.raises(Exception, match="no system.json, model.pt or checkpoint"):
+        model_files(tmp_path)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--nbest", "5", "--beam", "2"], "nbest must be between 1 and the beam (2)"),
+    (["--bpe-input"], "give --bpe-codes for raw input, or --bpe-input"),
+])
+def test_bad_options_are_clear_errors(setup, tmp_path, capsys, extra, message):
+    args = extra + (["--bpe-codes", str(setup["codes"])] if "--bpe-input" in extra else [])
+    assert translate(setup, tmp_path, *args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_model_is_a_clear_error(setup, tmp_path, capsys):
+    assert translate(setup, tmp_path, models=[tmp_path / "nothing.pt"]) == 2
+    assert "nothing.pt: no such model file or folder" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""Real Luigi (local scheduler) on the small de-en corpus: train GRU and Transformer models for a few seconds,
+resume a killed training run, average checkpoints, define the FNMT/TNMT systems, export to CTranslate2."""
+import re
+import shutil
+
+import pytest
+import torch
+from luigi.execution_summary import LuigiStatusCode
+
+import tasks.nmt
+from pipeline.config import CONFIG_DIR
+from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint, load_vocabularies
+from pipeline.nmt.system import load_system
+from pipeline.vocab import Vocabulary
+from tasks import AverageCheckpoints, NMTSystem, TrainNMT
+from tests.tasks.helpers import artifacts, build, shared_params
+
+torch.set_num_threads(1)
+
+
+def quick_configs(tmp_path):
+    """The tiny profile with training cut to seconds: GRUs stop after 20 updates, the Transformer after 2 s."""
+    folder = tmp_path / "configs"
+    shutil.copytree(CONFIG_DIR, folder)
+    path = folder / "profiles" / "tiny.toml"
+    head, nmt = path.read_text().split("[nmt.gru]")
+    for key, value in (("budget_seconds", "2"), ("checkpoint_every", "5"), ("valid_sentences", "20"),
+                       ("max_tokens", "400")):
+        nmt = re.sub(rf"^{key} = .*$", f"{key} = {value}", nmt, flags=re.M)
+    gru, transformer = nmt.split("[nmt.transformer]")
+    gru = re.sub(r"^max_updates = .*$", "max_updates = 20", gru, flags=re.M)
+    path.write_text(head + "[nmt.gru]" + gru + "[nmt.transformer]" + transformer)
+    return folder
+
+
+class Killed(Exception):
+    pass
+
+
+def test_nmt_stages_train_resume_average_and_define_the_systems(tmp_path, data_dir, monkeypatch):
+    params = shared_params(tmp_path, data_dir, config_dir=quick_configs(tmp_path))
+    params["processes"] = 1
+    first = TrainNMT(architecture="gru", seed=1, **params)
+
+    def kill_at_12(*args, **options):  # the run dies after update 12; its checkpoint of update 10 survives
+        def hook(update):
+            if update == 12:
+                raise Killed()
+        return train_model(*args, **options, after_update=hook)
+    train_model = tasks.nmt.train_model
+    monkeypatch.setattr(tasks.nmt, "train_model", kill_at_12)
+    assert build(first).status == LuigiStatusCode.FAILED
+    assert not first.complete() and [p.name for p in list_checkpoints(first.state_dir())] == [
+        "checkpoint-00000005.pt", "checkpoint-00000010.pt"]
+    monkeypatch.undo()
+
+    fnmt = NMTSystem(system="FNMT", **params)
+    tnmt = NMTSystem(system="TNMT", **params)
+    assert build(fnmt, tnmt).status == LuigiStatusCode.SUCCESS
+    stats = first.signature()["stats"]
+    assert stats["resumed_from"] == 10 and stats["updates"] == 20 and stats["stop_reason"] == "max_updates"
+    assert not first.state_dir().exists()  # the resumable state goes once the artifact is in place
+    assert 0 <= stats["validation"]["valid_bleu"] <= 100 and stats["validation"]["valid_loss"] > 0
+    checkpoints = list_checkpoints(first.artifact_dir() / "checkpoints")
+    assert [p.name for p in checkpoints] == ["checkpoint-00000010.pt", "checkpoint-00000015.pt",
+                                             "checkpoint-00000020.pt"]  # keep_checkpoints = 3
+    ckpt = load_checkpoint(checkpoints[-1])
+    assert ckpt.training is None and ckpt.meta["update"] == 20
+    src_vocab, tgt_vocab = load_vocabularies(ckpt)
+    assert tgt_vocab == Vocabulary.load(first.artifact_dir() / "vocab.en.json") and "the" in tgt_vocab
+    assert (first.artifact_dir() / "metrics.csv").read_text().count("\nvalid,") == 4
+
+    transformer = TrainNMT(architecture="transformer", seed=1, **params)
+    t_stats = transformer.signature()["stats"]
+    assert t_stats["stop_reason"] == "budget" and t_stats["target_tokens_per_second"] > 0
+    averaged = AverageCheckpoints(architecture="transformer", seed=1, **params)
+    kept = [p.name for p in list_checkpoints(transformer.artifact_dir() / "checkpoints")]
+    assert averaged.signature()["stats"]["averaged"] == kept[-5:]
+
+    ensemble, _, _ = load_system(fnmt.artifact_dir() / "system.json")
+    assert len(ensemble) == 2 and {m.config.architecture for m in ensemble.models} == {"gru"}
+    single, _, vocab = load_system(tnmt.artifact_dir() / "system.json")
+    assert len(single) == 1 and single.tgt_vocab_size == len(vocab)
+
+    before = artifacts(tmp_path / "work")
+    assert build(fnmt, tnmt).status == LuigiStatusCode.SUCCESS
+    assert artifacts(tmp_path / "work") == before  # complete: nothing retrained
+
+
+def test_a_transformer_exports_to_ctranslate2(tmp_path, data_dir):
+    pytest.importorskip("ctranslate2")
+    params = shared_params(tmp_path, data_dir, config_dir=quick_configs(tmp_path))
+    export = tasks.nmt.ExportCTranslate2(architecture="transformer", seed=1, **params)
+    assert build(export).status == LuigiStatusCode.SUCCESS
+    assert "model.bin" in export.signature()["stats"]["files"]
