@@ -2,9 +2,11 @@
 
 The model (--model: an averaged Transformer, e.g. the AverageCheckpoints artifact of the small profile; else random
 weights at the --profile's sizes) is exported with pipeline/nmt/export_ct2.py. Both sides decode the same BPE
-sentences with the same beam, the same number of sentences per batch (sorted by length on both sides), raw scores
-(no length penalty), B finished hypotheses before a sentence stops (CTranslate2's patience 1) and the same threads;
-CTranslate2 gets one global length limit (the largest of ours). int8: CTranslate2's compute_type int8 against
+sentences in the same batches (--batch-sentences, sorted by length), with the same beam, raw scores (no length
+penalty), B finished hypotheses before a sentence stops (CTranslate2's patience 1) and the same threads. CTranslate2
+has one length limit per call, so every batch gets one limit on both sides: the largest a * |source| + b of its
+sentences (our a = 0, b = that limit: at most `limit` tokens, then EOS is forced; CTranslate2's
+max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTranslate2's compute_type int8 against
 torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times and
 the fastest run is kept. Prints a table and writes JSON.
 
@@ -24,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beam_speed import REPO, load, machine, sources, timed, tokens_of  # noqa: E402
-from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
+from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.scores import max_output_lengths  # noqa: E402
 from pipeline.nmt.export_ct2 import export_model  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
@@ -66,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("ct2_speed.py compares Transformers only")
     tgt_vocab = target_vocabulary(model, args)
     ids, words, data = sources(args, src_vocab, args.sentences)
-    tokens = [src_vocab.decode(s[:-1]) for s in ids]  # CTranslate2 adds the EOS itself (add_source_eos)
-    lengths = torch.tensor([len(s) for s in ids])
-    longest = int(max_output_lengths(lengths, args.max_length_a, args.max_length_b).max())
-    settings = SearchSettings(beam=args.beam, max_length_a=args.max_length_a, max_length_b=args.max_length_b)
+    limits = max_output_lengths(torch.tensor([len(s) for s in ids]), args.max_length_a, args.max_length_b).tolist()
+    batches = []  # (our source ids, CTranslate2's source tokens, the batch's length limit)
+    for batch in make_batches([len(s) for s in ids], args.batch_sentences, sort=True):
+        batches.append(([ids[i] for i in batch], [src_vocab.decode(ids[i][:-1]) for i in batch],  # CT2 adds EOS
+                        max(limits[i] for i in batch)))
     quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
 
     results = {}
@@ -80,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
                                                 inter_threads=1, intra_threads=args.threads)
 
             def run_ct2():
-                return translator.translate_batch(
-                    tokens, max_batch_size=args.batch_sentences, batch_type="examples", beam_size=args.beam,
-                    patience=1, length_penalty=0, min_decoding_length=0, max_decoding_length=longest,
-                    return_scores=True)
+                return [r for _, tokens, limit in batches for r in translator.translate_batch(
+                    tokens, beam_size=args.beam, patience=1, length_penalty=0, min_decoding_length=0,
+                    max_decoding_length=limit, return_scores=True)]
 
             def run_ours():
-                return decode_sources(ours, ids, settings, batch_sentences=args.batch_sentences, sort=True)
+                return [h for sources, _, limit in batches for h in decode_sources(
+                    ours, sources, SearchSettings(beam=args.beam, max_length_a=0.0, max_length_b=limit),
+                    batch_sentences=len(sources), sort=False)]
 
             run_ct2(), run_ours()  # warm-up
             ct2_s, ct2_out = timed(args.runs, run_ct2)
@@ -106,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                "machine": {**machine(args.threads), "load_average_at_end": os.getloadavg()},
                "ctranslate2": ctranslate2.__version__, "model": model_info, "data": data, "beam": args.beam,
                "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
+               "length_limits": f"per batch: max over its sentences of {args.max_length_a} * |source| + "
+                                f"{args.max_length_b}", "sentence_order": "sorted by length, longest first",
                "ct2_settings": {"patience": 1, "length_penalty": 0, "min_decoding_length": 0,
-                                "max_decoding_length": longest, "inter_threads": 1, "intra_threads": args.threads},
+                                "max_decoding_length": "the batch's limit", "inter_threads": 1,
+                                "intra_threads": args.threads},
                "int8": {"ours": "torch.ao.quantization.quantize_dynamic(nn.Linear, qint8)",
                         "ct2": "compute_type=int8"},
                "results": results}
