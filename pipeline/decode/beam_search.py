@@ -112,14 +112,16 @@ def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths:
             eos_candidates = candidates[:, eos].clone()                     # [R], before pruning
         grid = prune_below_threshold(candidate_grid(candidates, row_slot, active, beam), settings.threshold)
         top = top_candidates(grid, beam, vocab)                             # [N, B] each
-        if candidates.shape[0] == active * beam:                            # [N, B] live row of each slot
+        full = candidates.shape[0] == active * beam                         # every slot has a row
+        if full:                                                            # [N, B] live row of each slot
             slot_row = torch.arange(active * beam, device=device).view(active, beam)
         else:
             slot_row = slot_rows(row_slot, active * beam).view(active, beam)
         origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
         is_eos = top.tokens == eos
         done = None
-        if not bool(is_eos.any()) and bool((top.scores[:, -1] > NEG_INF).all()):
+        usual = not bool((is_eos | (top.scores == NEG_INF)).any())
+        if usual:
             # the usual step: all N*B candidates live on, nothing finishes
             if need_backoff:
                 backoff.offer(candidate_grid(eos_candidates[:, None], row_slot, active, beam), slot_row, history)
@@ -148,7 +150,8 @@ def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths:
             tokens = top.tokens.view(-1).index_select(0, new_slot)
             scores = top.scores.view(-1).index_select(0, new_slot)
         history = torch.cat([history.index_select(0, index), tokens[:, None]], dim=1)
-        state = model.reorder(state, index)
+        # full before and after, in the same sentence blocks: the rows' sources are unchanged
+        state = model.reorder(state, index, same_sources=full and usual)
         hook.reorder(index)
         hook.advance(tokens)
         prev = tokens

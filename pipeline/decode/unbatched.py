@@ -42,7 +42,7 @@ class PerHypothesisModel:
         outputs = [self.model.step(state, prev_tokens[i: i + 1]) for i, state in enumerate(states)]
         return torch.cat([log_probs for log_probs, _ in outputs]), [state for _, state in outputs]
 
-    def reorder(self, states: list[DecoderState], index: Tensor) -> list[DecoderState]:
+    def reorder(self, states: list[DecoderState], index: Tensor, same_sources: bool = False) -> list[DecoderState]:
         return [states[i] for i in index.tolist()]
 
 

@@ -80,7 +80,8 @@ class GruModel(NMTModel):
         mask = torch.arange(s, device=src.device)[None, :] < src_lengths.to(src.device)[:, None]
         mean = (memory * mask[:, :, None]).sum(1) / src_lengths.to(memory)[:, None]
         hidden = torch.tanh(self.init_state(mean))
-        return DecoderState({"memory": memory, "keys": self.att_keys(memory), "mask": mask, "hidden": hidden}, 0)
+        return DecoderState({"memory": memory, "keys": self.att_keys(memory), "mask": mask, "hidden": hidden}, 0,
+                            frozenset({"memory", "keys", "mask"}))
 
     def _attend(self, hidden: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """hidden [B, H] -> context [B, 2H] over memory [B, S, 2H] with keys [B, S, A]."""
@@ -99,7 +100,7 @@ class GruModel(NMTModel):
         """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""
         hidden, readout = self._advance(state.tensors, self.dropout(self.tgt_embed(prev_tokens)))
         log_probs = torch.log_softmax(self.output(self.dropout(readout)).float(), dim=-1)
-        return log_probs, DecoderState({**state.tensors, "hidden": hidden}, state.time + 1)
+        return log_probs, DecoderState({**state.tensors, "hidden": hidden}, state.time + 1, state.per_source)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced logits [N, T, V] for tgt_in [N, T]."""

@@ -5,6 +5,7 @@ one token at a time, and reorders the states whenever the beam is reshuffled:
 
     state = model.encode(src, src_lengths)          src [N, S] int64, src_lengths [N] int64   -> state of N rows
     state = model.reorder(state, index)             index [B] int64 of rows of the old state  -> state of B rows
+    state = model.reorder(state, index, same_sources=True)   the same, when new row i has the source of old row i
     log_probs, state = model.step(state, prev)      prev [B] int64 (bos_id first)             -> [B, V] float32
 
 N is the number of sentences, S the padded source length, B the rows of the decoder batch (hypotheses) and V the
@@ -12,6 +13,11 @@ target vocabulary. Every tensor of a :class:`DecoderState` has the batch on its 
 ``index_select`` per tensor and an index may repeat rows: beam expansion of N sentences to N*K hypotheses is
 ``reorder(state, torch.arange(N).repeat_interleave(K))``. All rows of a state share one time index (the number of
 tokens consumed), as batched beam search needs.
+
+Tensors that depend only on a row's source sentence (encoder memory, attention keys, masks) are named in
+``DecoderState.per_source``. In beam search most steps reshuffle hypotheses *within* each sentence's block of rows,
+so the row -> source map is unchanged; the decoder then says ``same_sources=True`` and those tensors are not copied
+(Devlin 2017: keep the source side out of the per-step work). A model may ignore the flag.
 
 :class:`Ensemble` implements the same contract over several models: it averages their log-probabilities per step
 (a log-linear combination with equal weights) and holds their states side by side in one DecoderState.
@@ -28,18 +34,27 @@ from torch import Tensor, nn
 
 @dataclass
 class DecoderState:
-    """Per-row decoder state: named tensors, each [B, ...], and the number of target tokens consumed so far."""
+    """Per-row decoder state: named tensors, each [B, ...], and the number of target tokens consumed so far.
+
+    per_source names the tensors whose row depends only on the row's source sentence.
+    """
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     time: int = 0
+    per_source: frozenset[str] = frozenset()
 
     @property
     def batch_size(self) -> int:
         return next(iter(self.tensors.values())).shape[0]
 
-    def select(self, index: Tensor) -> "DecoderState":
-        """The rows `index` [B'] of every tensor (rows may repeat): the state of a reordered batch of B' rows."""
-        return DecoderState({k: v.index_select(0, index) for k, v in self.tensors.items()}, self.time)
+    def select(self, index: Tensor, same_sources: bool = False) -> "DecoderState":
+        """The rows `index` [B'] of every tensor (rows may repeat): the state of a reordered batch of B' rows.
+
+        same_sources: new row i has the source of old row i (so B' == B), and the per_source tensors are kept as is.
+        """
+        keep = self.per_source if same_sources else frozenset()
+        return DecoderState({k: v if k in keep else v.index_select(0, index) for k, v in self.tensors.items()},
+                            self.time, self.per_source)
 
 
 class StepModel(Protocol):
@@ -54,7 +69,7 @@ class StepModel(Protocol):
 
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]: ...
 
-    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState: ...
+    def reorder(self, state: DecoderState, index: Tensor, same_sources: bool = False) -> DecoderState: ...
 
 
 class NMTModel(nn.Module, abc.ABC):
@@ -96,9 +111,10 @@ class NMTModel(nn.Module, abc.ABC):
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """Consume prev_tokens [B]; return log-probabilities [B, V] of the next token and the state at time + 1."""
 
-    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState:
-        """The state of rows `index` [B'] (int64, on the model's device); rows may repeat."""
-        return state.select(index)
+    def reorder(self, state: DecoderState, index: Tensor, same_sources: bool = False) -> DecoderState:
+        """The state of rows `index` [B'] (int64, on the model's device); rows may repeat (same_sources: see
+        DecoderState.select)."""
+        return state.select(index, same_sources)
 
     @abc.abstractmethod
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
@@ -149,12 +165,14 @@ class Ensemble:
     @staticmethod
     def _join(states: Sequence[DecoderState]) -> DecoderState:
         tensors = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.tensors.items()}
-        return DecoderState(tensors, states[0].time)
+        per_source = frozenset(f"{i}.{k}" for i, s in enumerate(states) for k in s.per_source)
+        return DecoderState(tensors, states[0].time, per_source)
 
     def _member(self, state: DecoderState, i: int) -> DecoderState:
         prefix = f"{i}."
         tensors = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
-        return DecoderState(tensors, state.time)
+        per_source = frozenset(k[len(prefix):] for k in state.per_source if k.startswith(prefix))
+        return DecoderState(tensors, state.time, per_source)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
         return self._join([m.encode(src, src_lengths) for m in self.models])
@@ -167,5 +185,6 @@ class Ensemble:
             states.append(s)
         return total / len(self.models), self._join(states)
 
-    def reorder(self, state: DecoderState, index: Tensor) -> DecoderState:
-        return self._join([m.reorder(self._member(state, i), index) for i, m in enumerate(self.models)])
+    def reorder(self, state: DecoderState, index: Tensor, same_sources: bool = False) -> DecoderState:
+        return self._join([m.reorder(self._member(state, i), index, same_sources)
+                           for i, m in enumerate(self.models)])

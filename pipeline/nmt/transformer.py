@@ -190,7 +190,7 @@ class TransformerModel(NMTModel):
             tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
             empty = memory.new_zeros(src.shape[0], self.config.heads, 0, self.config.model_size // self.config.heads)
             tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
-        return DecoderState(tensors, 0)
+        return DecoderState(tensors, 0, frozenset(k for k in tensors if not k.startswith("self_")))
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
         """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""
@@ -201,7 +201,7 @@ class TransformerModel(NMTModel):
         for i, layer in enumerate(self.decoder_layers):
             x, new[f"self_k{i}"], new[f"self_v{i}"] = layer(
                 x, (t[f"self_k{i}"], t[f"self_v{i}"]), (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
-        return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1])
+        return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1], state.per_source)
 
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""

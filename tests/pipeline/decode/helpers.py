@@ -40,8 +40,8 @@ class PrefixModel:
         self.steps += prev.shape[0]
         return torch.log_softmax(self.table[h], dim=-1), DecoderState({"h": h}, state.time + 1)
 
-    def reorder(self, state, index):
-        return state.select(index)
+    def reorder(self, state, index, same_sources=False):
+        return state.select(index, same_sources)
 
     def scorer(self, source: Sequence[int]) -> Scores:
         """prefix -> log-probabilities of the next token (Python floats), replaying the model on one row."""

@@ -22,8 +22,8 @@ class ScriptedModel:
             out[row, script[state.time] if state.time < len(script) else EOS] = 0.0
         return out.log_softmax(-1), DecoderState(state.tensors, state.time + 1)
 
-    def reorder(self, state, index):
-        return state.select(index)
+    def reorder(self, state, index, same_sources=False):
+        return state.select(index, same_sources)
 
 
 def test_greedy_stops_at_eos_or_at_each_rows_limit():

@@ -104,3 +104,26 @@ def test_decoder_state_select_repeats_rows():
     state = DecoderState({"a": torch.arange(6).view(3, 2)}, time=4)
     picked = state.select(torch.tensor([2, 2, 0]))
     assert picked.tensors["a"].tolist() == [[4, 5], [4, 5], [0, 1]] and picked.time == 4 and picked.batch_size == 3
+
+
+def test_same_sources_keeps_per_source_tensors_and_reorders_the_rest():
+    memory = torch.arange(4).view(4, 1)
+    state = DecoderState({"memory": memory, "hidden": torch.arange(4) * 10}, 1, frozenset({"memory"}))
+    index = torch.tensor([1, 1, 3, 2])                       # rows 0-1 and 2-3 belong to one source each
+    kept = state.select(index, same_sources=True)
+    assert kept.tensors["memory"] is memory and kept.tensors["hidden"].tolist() == [10, 10, 30, 20]
+    assert state.select(index).tensors["memory"].view(-1).tolist() == [1, 1, 3, 2]
+    assert kept.per_source == {"memory"}
+
+
+@pytest.mark.parametrize("architecture", ["gru", "transformer"])
+def test_same_sources_reorder_gives_the_steps_of_a_full_reorder(vocab, architecture):
+    model = make_model(architecture, vocab).eval()
+    src = torch.tensor([[5, 6, 7, vocab.eos_id], [8, 9, vocab.eos_id, vocab.pad_id]])
+    with torch.inference_mode():
+        state = model.reorder(model.encode(src, torch.tensor([4, 3])), torch.tensor([0, 0, 1, 1]))
+        _, state = model.step(state, torch.tensor([5, 6, 7, 8]))
+        index = torch.tensor([1, 0, 3, 3])                   # a reshuffle within each sentence's two rows
+        fast, _ = model.step(model.reorder(state, index, same_sources=True), torch.tensor([4, 4, 4, 4]))
+        slow, _ = model.step(model.reorder(state, index), torch.tensor([4, 4, 4, 4]))
+    assert set(state.per_source) and torch.equal(fast, slow)
