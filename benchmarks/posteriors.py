@@ -4,6 +4,10 @@ For every sentence: wall time of the posteriors (evidence space + forward algori
 Python-heap memory of both (tracemalloc, numpy included; measured in a second pass so that tracing does not
 slow the timed pass), rows and stored entries of L. Reports median and 90th percentile per mode, and the
 process's peak RSS. Also times the decoder's per-step operations (dense L rows and next rows for a batch).
+Both evidence-space engines (lattices/openfst.py: OpenFst C++; exact: float64 Python) side by side, one process,
+one thread. With --lattices, the time to read and map each lattice is measured too, and every mode is compared
+with the CPU time per sentence of the PBMT decoding that wrote the lattices (its signature.json; the target:
+posteriors + L under a tenth of it).
 
 Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
 stack decoding with recombination on the last two words and a stack limit, BPE-like 1-2 tokens per word, so
@@ -33,10 +37,9 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from lattices.evidence import evidence_space  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
-from lattices.posteriors import forward_posteriors  # noqa: E402
+from lattices.posteriors import ngram_posteriors  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.vocab import SPECIALS, Vocabulary  # noqa: E402
 
@@ -112,15 +115,15 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, np.float64), q)) if values else float("nan")
 
 
-def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int) -> dict:
+def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str) -> dict:
     """One sentence, one mode: timed pass, then a traced pass for the memory peak."""
     started = time.perf_counter()
-    posteriors = forward_posteriors(evidence_space(lattice, semiring, alpha, nbest), 4)
+    posteriors = ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine)
     middle = time.perf_counter()
     lmatrix = build_lmatrix(posteriors, THETA, vocab_size)
     finished = time.perf_counter()
     tracemalloc.start()
-    forward_posteriors(evidence_space(lattice, semiring, alpha, nbest), 4)
+    ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine)
     _, peak_post = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()
     build_lmatrix(posteriors, THETA, vocab_size)
@@ -162,21 +165,39 @@ def decoder_step(matrices: list, beam: int, repeats: int, threads: int) -> dict:
             "torch_threads": threads}
 
 
-def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str]:
+def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str, list[float]]:
+    """The lattices in target units, the vocabulary size, a description, and the seconds to read and map each."""
     if args.lattices is None:
         vocab = Vocabulary(SPECIALS + tuple(f"tok{i}" for i in range(args.vocab_size - len(SPECIALS))))
         rng = random.Random(args.seed)
         lattices = [synthetic_lattice(rng, vocab, words=args.words, stack=args.stack)
                     for _ in range(args.sentences)]
-        return lattices, len(vocab), f"synthetic (seed {args.seed}, {args.words} words, stack {args.stack})"
+        return lattices, len(vocab), f"synthetic (seed {args.seed}, {args.words} words, stack {args.stack})", []
     from lattices.fst_io import lattice_paths, read_lattice
     from lattices.units import TokenMapper, map_lattice
 
     if args.vocab is None:
         raise SystemExit("--lattices needs --vocab (and --codes for BPE units)")
     mapper = TokenMapper.from_files(args.codes, args.vocab)
-    paths = lattice_paths(args.lattices)[: args.sentences]
-    return [map_lattice(read_lattice(p), mapper) for p in paths], len(mapper.vocab), str(args.lattices)
+    lattices, seconds = [], []
+    for path in lattice_paths(args.lattices)[: args.sentences]:
+        started = time.perf_counter()
+        lattices.append(map_lattice(read_lattice(path), mapper))
+        seconds.append(time.perf_counter() - started)
+    return lattices, len(mapper.vocab), str(args.lattices), seconds
+
+
+def pbmt_reference(folder: Path | None, workers: int) -> dict | None:
+    """CPU seconds per sentence of the PBMT decoding that wrote the lattices (its artifact's signature.json), its
+    wall time times its worker processes (the profile's pbmt.workers, both busy throughout)."""
+    if folder is None or not (folder / "signature.json").exists():
+        return None
+    stats = json.loads((folder / "signature.json").read_text(encoding="utf-8")).get("stats", {})
+    decode = stats.get("timings", {}).get("pbmt_decode")
+    if not decode or not stats.get("sentences"):
+        return None
+    return {"decode_wall_s": decode, "workers": workers, "sentences": stats["sentences"],
+            "cpu_s_per_sentence": decode * workers / stats["sentences"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alpha", type=float, default=1.0)
     parser.add_argument("--semiring", choices=("tropical", "log"), default="tropical")
     parser.add_argument("--nbest", type=int, default=200, help="n of the n-best mode")
+    parser.add_argument("--engines", default="openfst,exact", help="evidence-space engines to compare")
+    parser.add_argument("--pbmt-workers", type=int, default=2, help="decoding processes of the PBMT run")
     parser.add_argument("--beam", type=int, default=12, help="decoder step: beam per sentence")
     parser.add_argument("--batch", type=int, default=7, help="decoder step: sentences per batch")
     parser.add_argument("--torch-threads", type=int, default=1,
@@ -199,15 +222,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/posteriors.json")
     args = parser.parse_args(argv)
 
-    lattices, vocab_size, source = load_lattices(args)
-    modes = {"full lattice": 0, f"{args.nbest}-best": args.nbest}
+    lattices, vocab_size, source, read_seconds = load_lattices(args)
+    modes = {f"{label} ({engine})": (nbest, engine) for engine in args.engines.split(",")
+             for label, nbest in (("full", 0), (f"{args.nbest}-best", args.nbest))}
     summary: dict = {}
     per_sentence: dict = {}
     step: dict = {}
-    for name, nbest in modes.items():
+    for name, (nbest, engine) in modes.items():
         runs = []
         for i, lattice in enumerate(lattices):
-            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size))
+            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine))
             print(f"{name}: sentence {i + 1}/{len(lattices)}: {runs[-1]['total_s']:.3f} s", file=sys.stderr)
         stats = {}
         for key in ("posteriors_s", "lmatrix_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
@@ -243,6 +267,20 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r[0]:<{width}}  " + "  ".join(f"{c:>{col}}" for c in r[1:]))
     print(f"source: {source}; semiring {args.semiring}; alpha {args.alpha}; peak RSS {peak_rss_mb:.0f} MB")
+    reference = pbmt_reference(args.lattices, args.pbmt_workers)
+    read_map = {"median": statistics.median(read_seconds), "p90": percentile(read_seconds, 90)} \
+        if read_seconds else None
+    ratios = {}
+    if reference:
+        pbmt = reference["cpu_s_per_sentence"]
+        extra = read_map["median"] if read_map else 0.0
+        for name in modes:
+            total = summary[name]["total_s"]["median"]
+            ratios[name] = {"posteriors_and_l": total / pbmt, "with_read_and_map": (total + extra) / pbmt}
+            print(f"{name}: posteriors + L = {100 * total / pbmt:.1f}% of PBMT decoding "
+                  f"({1e3 * total:.1f} ms vs {1e3 * pbmt:.0f} ms CPU per sentence), "
+                  f"{100 * (total + extra) / pbmt:.1f}% with reading and mapping the lattice "
+                  f"({1e3 * extra:.1f} ms)")
 
     import torch
 
@@ -250,8 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "posteriors",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "source": source, "sentences": len(lattices), "semiring": args.semiring, "alpha": args.alpha,
-        "vocab_size": vocab_size, "modes": modes, "lattice_sizes": sizes, "summary": summary,
+        "vocab_size": vocab_size, "modes": {k: {"nbest": v[0], "engine": v[1]} for k, v in modes.items()}, "lattice_sizes": sizes, "summary": summary,
         "decoder_step": step, "per_sentence": per_sentence, "peak_rss_mb": peak_rss_mb,
+        "read_and_map_s": read_map, "pbmt_reference": reference, "ratio_to_pbmt": ratios,
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
                     "numpy": np.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),

@@ -20,6 +20,8 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lattices.fst_binary import arrays_from_fst, fst_from_arrays
+
 __all__ = ["Lattice", "weight_to_float", "from_paths"]
 
 INF = math.inf
@@ -141,38 +143,36 @@ class Lattice:
 
     @classmethod
     def from_fst(cls, fst) -> "Lattice":
-        """Read a pynini acceptor (any arc type); its input symbol table becomes ``symbols``."""
-        arc_type = fst.arc_type()
-        n = fst.num_states()
-        arcs: list[tuple[int, int, int, float]] = []
-        finals: dict[int, float] = {}
-        for s in fst.states():
-            w = weight_to_float(fst.final(s), arc_type)
-            if math.isfinite(w):
-                finals[s] = w
-            for a in fst.arcs(s):
-                if a.ilabel != a.olabel:
-                    raise ValueError(f"not an acceptor: arc {s}->{a.nextstate} has labels {a.ilabel}:{a.olabel}")
-                arcs.append((s, a.nextstate, a.ilabel, weight_to_float(a.weight, arc_type)))
+        """Read a pynini acceptor (arc types standard, log, log64); its input symbol table becomes ``symbols``.
+
+        Trimming and topological sorting run in OpenFst (C++); states keep OpenFst's topological numbering.
+        """
+        import pynini
+
         table = fst.input_symbols()
         symbols = {k: v for k, v in table} if table is not None else None
-        return cls.from_arcs(n, fst.start(), arcs, finals, symbols)
+        fst = fst.copy()
+        fst.set_input_symbols(None)
+        fst.set_output_symbols(None)
+        fst.connect()
+        if fst.num_states() and fst.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:
+            raise ValueError("the lattice is cyclic (or has an unreachable cycle through the start state)")
+        fst.topsort()
+        n, start, src, dst, ilabel, olabel, cost, final = arrays_from_fst(fst)
+        differ = np.flatnonzero(ilabel != olabel)
+        if differ.size:
+            i = int(differ[0])
+            raise ValueError(f"not an acceptor: arc {src[i]}->{dst[i]} has labels {ilabel[i]}:{olabel[i]}")
+        keep = np.isfinite(cost)
+        if n == 0 or start != 0 or not keep.all():  # (connect drops infinite-cost arcs' dead ends only)
+            return cls._sorted_trimmed(n, start, src[keep], dst[keep], ilabel[keep], cost[keep], final, symbols)
+        order = np.lexsort((dst, src))
+        return cls(n, 0, src[order], dst[order], ilabel[order], cost[order], final, symbols)
 
     def to_fst(self, arc_type: str = "log64"):
         """A pynini acceptor with these costs as weights (float64 kept exactly in ``log64``)."""
-        import pynini
-
-        semiring = "tropical" if arc_type == "standard" else arc_type
-        fst = pynini.Fst(arc_type=arc_type)
-        if self.num_states == 0:
-            return fst
-        fst.add_states(self.num_states)
-        fst.set_start(self.start)
-        for s, d, x, c in zip(self.src.tolist(), self.dst.tolist(), self.label.tolist(), self.cost.tolist()):
-            fst.add_arc(s, pynini.Arc(x, x, pynini.Weight(semiring, c), d))
-        for q in np.flatnonzero(np.isfinite(self.final)).tolist():
-            fst.set_final(q, pynini.Weight(semiring, float(self.final[q])))
-        return fst
+        return fst_from_arrays(self.num_states, self.start, self.src, self.dst, self.label, self.cost, self.final,
+                               arc_type)
 
     # ------------------------------------------------------------------ views
     @property

@@ -265,11 +265,12 @@ class LMatrixStore:
 # ---------------------------------------------------------------------------------------------- the task's call
 def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab: Path, theta: Theta,
                         alpha: float | None, semiring: str, nbest: int, out_path: Path,
-                        order: int = MAX_ORDER) -> dict[str, Any]:
+                        order: int = MAX_ORDER, engine: str = "exact") -> dict[str, Any]:
     """Posteriors and L of the given lattice files (``<i>.fst``) into one shard ``out_path``; returns statistics.
 
     ``codes``/``vocab``: LearnBPE's codes.<tgt> (None: lattice words are already target units) and BuildVocab's
     vocab.<tgt>.json. ``alpha`` None takes each lattice's lattices.json value. ``nbest`` 0 = full lattice.
+    ``engine``: how the evidence space is computed (lattices.openfst).
     """
     from lattices.fst_io import default_alpha, read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
@@ -289,12 +290,12 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
         units = map_lattice(read_lattice(Path(path)), mapper)
         if units.num_states == 0:
             _LOG.warning("%s: no complete path; its L is Theta_0 everywhere", path)
-        post = ngram_posteriors(units, order=order, alpha=a, semiring=semiring, nbest=nbest)
+        post = ngram_posteriors(units, order=order, alpha=a, semiring=semiring, nbest=nbest, engine=engine)
         matrices.append(build_lmatrix(post, theta, vocab_size, sentence_index(Path(path))))
         seconds.append(time.perf_counter() - started)
     signature = {
         "theta": theta.signature(), "alpha": sorted(alphas)[0] if len(alphas) == 1 else sorted(alphas),
-        "semiring": semiring, "nbest": nbest, "order": order, "units": UNIT_CONVENTION,
+        "semiring": semiring, "nbest": nbest, "order": order, "engine": engine, "units": UNIT_CONVENTION,
         "codes": str(codes) if codes else None, "vocab": str(vocab), "vocab_size": vocab_size,
     }
     for m in matrices:

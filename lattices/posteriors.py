@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from lattices.lattice import Lattice
 
-__all__ = ["NgramPosteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors", "MAX_ORDER"]
+__all__ = ["NgramPosteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors", "string_posteriors",
+           "MAX_ORDER"]
 
 MAX_ORDER = 4
 
@@ -191,6 +192,67 @@ def forward_posteriors(lattice: Lattice, order: int = MAX_ORDER) -> NgramPosteri
     return NgramPosteriors(tuple(ex.ngrams), values, order)
 
 
+def string_posteriors(strings: Sequence[tuple[Sequence[int], float]], order: int = MAX_ORDER) -> NgramPosteriors:
+    """Posteriors over an n-best list of unique strings, each with probability proportional to exp(-cost).
+
+    The direct sum p(u) = sum of P(s) over the strings s that contain u: what the forward algorithm computes on
+    the strings' prefix tree, without building it. Vectorised: per order, every window of every string becomes an
+    integer key (tokens renumbered densely, base = their number + 1), (string, key) pairs are made unique so that
+    an n-gram counts once per string, and the weights of the strings are summed per key.
+    """
+    if not 1 <= order:
+        raise ValueError(f"the n-gram order must be at least 1, not {order}")
+    if not strings:
+        return NgramPosteriors((), np.zeros(0), order)
+    costs = np.asarray([cost for _, cost in strings], np.float64)
+    weights = np.exp(costs.min() - costs)
+    weights /= weights.sum()
+    lengths = np.asarray([len(labels) for labels, _ in strings], np.int64)
+    tokens = np.fromiter((x for labels, _ in strings for x in labels), np.int64, int(lengths.sum()))
+    types = _sorted_unique(tokens)
+    dense = np.searchsorted(types, tokens)
+    base = len(types) + 1
+    if len(strings) * float(base) ** order >= 2.0 ** 62:  # keys would overflow int64: the plain sum
+        return _string_posteriors_by_sets(strings, weights, order)
+    string_of = np.repeat(np.arange(len(strings)), lengths)
+    position = np.arange(len(tokens)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    grams: list[tuple[int, ...]] = []
+    values: list[np.ndarray] = []
+    for n in range(1, order + 1):
+        starts = np.flatnonzero(position + n <= lengths[string_of])
+        key = np.zeros(len(starts), np.int64)
+        for k in range(n):
+            key = key * base + dense[starts + k]
+        span = base ** n
+        pairs = _sorted_unique(string_of[starts] * span + key)      # each n-gram once per string
+        keys = _sorted_unique(pairs % span)
+        slot = np.searchsorted(keys, pairs % span)
+        values.append(np.bincount(slot, weights=weights[pairs // span], minlength=len(keys)))
+        digits = np.empty((len(keys), n), np.int64)
+        rest = keys.copy()
+        for k in range(n - 1, -1, -1):
+            rest, digits[:, k] = np.divmod(rest, base)
+        grams.extend(map(tuple, types[digits].tolist()))
+    return NgramPosteriors(tuple(grams), np.clip(np.concatenate(values), 0.0, 1.0), order)
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (a plain sort: numpy's hash-based unique is slower on these sizes)."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if values.size else values
+
+
+def _string_posteriors_by_sets(strings: Sequence[tuple[Sequence[int], float]], weights: np.ndarray,
+                               order: int) -> NgramPosteriors:
+    total: dict[tuple[int, ...], float] = {}
+    for (labels, _), weight in zip(strings, weights.tolist()):
+        labels = tuple(labels)
+        for gram in {labels[i: i + n] for n in range(1, order + 1) for i in range(len(labels) - n + 1)}:
+            total[gram] = total.get(gram, 0.0) + weight
+    grams = tuple(total)
+    return NgramPosteriors(grams, np.clip(np.fromiter(total.values(), np.float64, len(grams)), 0.0, 1.0), order)
+
+
 def format_posteriors(posteriors: NgramPosteriors, symbols: Mapping[int, str] | None = None) -> list[str]:
     """Human-readable ``posterior<TAB>n-gram`` lines: by order, then by falling posterior; n-grams as symbols when
     a table is given (ids missing from it, and all ids without one, as integers)."""
@@ -200,12 +262,15 @@ def format_posteriors(posteriors: NgramPosteriors, symbols: Mapping[int, str] | 
 
 
 def ngram_posteriors(lattice: Lattice, order: int = MAX_ORDER, alpha: float = 1.0, semiring: str = "tropical",
-                     nbest: int = 0) -> NgramPosteriors:
+                     nbest: int = 0, engine: str = "exact") -> NgramPosteriors:
     """Posteriors of orders 1..order over the evidence space of a lattice (see :mod:`lattices.evidence`).
 
     ``semiring``: ``tropical`` (a string counts with its best derivation) or ``log`` (derivations summed);
-    ``nbest``: 0 for the full lattice, else the K best unique strings.
+    ``nbest``: 0 for the full lattice, else the K best unique strings; ``engine``: ``exact`` (float64, Python)
+    or ``openfst`` (C++, float32 tropical costs; :mod:`lattices.openfst`).
     """
-    from lattices.evidence import evidence_space
+    from lattices.evidence import evidence_space, nbest_strings
 
-    return forward_posteriors(evidence_space(lattice, semiring=semiring, alpha=alpha, nbest=nbest), order)
+    if nbest:
+        return string_posteriors(nbest_strings(lattice, nbest, semiring, alpha, engine), order)
+    return forward_posteriors(evidence_space(lattice, semiring=semiring, alpha=alpha, engine=engine), order)

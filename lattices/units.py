@@ -21,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+import numpy as np
+
 from lattices.lattice import Lattice
 from pipeline.text.bpe import BpeSegmenter
 from pipeline.vocab import BOS, EOS, PAD, UNK, Vocabulary
@@ -68,29 +70,49 @@ class TokenMapper:
 
 
 def map_lattice(lattice: Lattice, mapper: TokenMapper, symbols: Mapping[int, str] | None = None) -> Lattice:
-    """The lattice in target units. ``symbols`` (label -> word) defaults to the lattice's own symbol table."""
+    """The lattice in target units. ``symbols`` (label -> word) defaults to the lattice's own symbol table.
+
+    Vectorised: each distinct word is segmented once; arc i with k_i pieces becomes a chain through k_i - 1 new
+    states. The chain's states are numbered right after the arc's source state (ordered by (source state, place
+    in chain)), so the result stays topologically numbered and trimmed, with start 0.
+    """
     table = symbols if symbols is not None else lattice.symbols
     if table is None:
         raise ValueError("the lattice has no symbol table: its word labels cannot be mapped to target units")
-    arcs: list[tuple[int, int, int, float]] = []
-    n = lattice.num_states
-    for s, d, x, c in zip(lattice.src.tolist(), lattice.dst.tolist(), lattice.label.tolist(),
-                          lattice.cost.tolist()):
+    if lattice.num_states == 0:
+        return Lattice.empty({})
+    words, which = np.unique(lattice.label, return_inverse=True)
+    chains: list[tuple[int, ...]] = []
+    for x in words.tolist():
         if x == 0:
-            arcs.append((s, d, 0, c))
+            chains.append((0,))
             continue
         word = table.get(x)
         if word is None:
             raise ValueError(f"label {x} is not in the lattice's symbol table")
-        ids = mapper.ids(word)
-        prev, weight = s, c
-        for k, y in enumerate(ids):
-            nxt = d if k == len(ids) - 1 else n
-            if nxt == n:
-                n += 1
-            arcs.append((prev, nxt, y, weight))
-            prev, weight = nxt, 0.0
-    finals = {q: float(w) for q, w in enumerate(lattice.final.tolist()) if w != float("inf")}
-    used = {y for _, _, y, _ in arcs if y}
-    tokens = mapper.vocab.tokens
-    return Lattice.from_arcs(n, lattice.start, arcs, finals, {y: tokens[y] for y in sorted(used)})
+        chains.append(mapper.ids(word))
+    lengths = np.asarray([len(c) for c in chains], np.int64)
+    flat = np.asarray([y for c in chains for y in c], np.int64)
+    k = lengths[which]                                              # [A] pieces per arc
+    arc = np.repeat(np.arange(lattice.num_arcs), k)                 # [A'] the word arc of each new arc
+    place = np.arange(len(arc)) - np.repeat(np.cumsum(k) - k, k)    # [A'] position in its chain
+    tokens = flat[(np.cumsum(lengths) - lengths)[which][arc] + place]
+    extra = np.cumsum(k - 1) - (k - 1)                              # [A] index of each arc's first new state
+    n = lattice.num_states
+    src = np.where(place == 0, lattice.src[arc], n + extra[arc] + place - 1)
+    dst = np.where(place == k[arc] - 1, lattice.dst[arc], n + extra[arc] + place)
+    cost = np.where(place == 0, lattice.cost[arc], 0.0)
+    # topological renumbering: state q -> key (q, 0); the p-th new state of arc i -> (src_i, p)
+    inner = np.flatnonzero(place < k[arc] - 1)                      # new arcs that end in a new state
+    major = np.concatenate([np.arange(n), lattice.src[arc[inner]]])
+    minor = np.concatenate([np.zeros(n, np.int64), place[inner] + 1])
+    renumber = np.empty(n + len(inner), np.int64)
+    renumber[np.lexsort((minor, major))] = np.arange(n + len(inner))
+    src, dst = renumber[src], renumber[dst]
+    final = np.full(n + len(inner), np.inf)
+    final[renumber[:n]] = lattice.final
+    order = np.lexsort((dst, src))
+    vocab_tokens = mapper.vocab.tokens
+    used = np.unique(tokens[tokens != 0]).tolist()
+    return Lattice(n + len(inner), int(renumber[lattice.start]), src[order], dst[order], tokens[order],
+                   cost[order], final, {y: vocab_tokens[y] for y in used})

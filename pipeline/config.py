@@ -239,6 +239,7 @@ class LmbrProfile:
     nbest: int  # evidence space: 0 = the full lattice; 200 = the paper's accelerated system
     theta_convention: str  # "plain" (Theta_0 = -1) or "scaled" (divided by T)
     theta_t: float  # T of the scaled convention (10 in the Cambridge tools)
+    engine: str = "openfst"  # evidence space: "openfst" (C++, float32 tropical costs) or "exact" (float64 Python)
 
 
 @dataclass(frozen=True)
@@ -291,6 +292,7 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
     lmbr = profile.lmbr
     for key, ok, problem in (("order", 1 <= lmbr.order <= 4, "must be between 1 and 4"),
                              ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
+                             ("engine", lmbr.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
                              ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
                               "must be 'plain' or 'scaled'"),

@@ -35,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="strings with several derivations: best derivation (tropical, default) or summed (log)")
     p.add_argument("--nbest", type=_count, default=0,
                    help="evidence space: the K best unique strings (0, the default: the full lattice)")
+    p.add_argument("--engine", choices=("exact", "openfst"), default="exact",
+                   help="evidence space in float64 Python (exact, default) or OpenFst C++ (openfst: ~10x faster, "
+                        "float32 tropical costs, posteriors to ~1e-5)")
     p.add_argument("--vocab", default=None,
                    help="target vocabulary (BuildVocab's vocab.<tgt>.json): map words to NMT units first")
     p.add_argument("--codes", default=None, help="BPE codes (LearnBPE's codes.<tgt>), with --vocab")
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         symbols = mapper.symbols()
     alpha = args.alpha if args.alpha is not None else (default_alpha(args.lattice) or 1.0)
     posteriors = ngram_posteriors(lattice, order=args.order, alpha=alpha, semiring=args.semiring,
-                                  nbest=args.nbest)
+                                  nbest=args.nbest, engine=args.engine)
     for line in format_posteriors(posteriors, symbols):
         print(line)
     return 0

@@ -5,6 +5,10 @@ MODEL: checkpoint files (several: an ensemble), a system.json (NMTSystem), or an
 `--task`, the truecaser of `--truecaser-dir`, the BPE codes of `--bpe-codes`), or BPE subwords with `--bpe-input`.
 Output is detokenized text (`-o`), optionally also the subwords (`--bpe-output`); with `--nbest N > 1` both are
 Moses-style n-best lists. Search settings default to the `[decode]` section of `--profile`.
+
+LMBR (`--lmbr DIR`): the L matrices of BuildLMatrix (its folder of shard-*.npz, or one shard file), built from
+the lattices of the same input, line i using sentence i's L; the NMT log-probabilities are scaled by
+`--lmbr-lambda` (0.5: the paper's 0.5 / models on the sum, here on the ensemble's average).
 """
 from __future__ import annotations
 
@@ -45,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--length-penalty", type=float, help="rank finished hypotheses by score / length^alpha")
     p.add_argument("--max-length-a", type=float, help="at most a * |source subwords| + b output subwords")
     p.add_argument("--max-length-b", type=int, help="see --max-length-a")
+    p.add_argument("--lmbr", help="LMBR decoding with the L matrices of this BuildLMatrix folder (or shard file)")
+    p.add_argument("--lmbr-lambda", type=float, default=0.5, help="lambda, the scale of log P_NMT with --lmbr")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
@@ -98,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
             threshold=decode.threshold if args.threshold is None else args.threshold,
             length_penalty=decode.length_penalty if args.length_penalty is None else args.length_penalty,
             max_length_a=decode.max_length_a if args.max_length_a is None else args.max_length_a,
-            max_length_b=decode.max_length_b if args.max_length_b is None else args.max_length_b)
+            max_length_b=decode.max_length_b if args.max_length_b is None else args.max_length_b,
+            weight=args.lmbr_lambda if args.lmbr else 1.0)
     except ValueError as e:
         raise DataError(str(e)) from None
     if args.threads:
@@ -108,14 +115,26 @@ def run(args: argparse.Namespace) -> int:
     target = _processor(task, task.target, args.truecaser_dir, None)
     lines = _stdin_lines() if args.input == "-" else list(read_lines(Path(args.input)))
     models = load_models([Path(m) for m in args.models], device)
+    hook_factory = None
+    if args.lmbr:
+        from lattices.lmatrix import LMatrixStore
+        from pipeline.decode.lmbr import lmbr_hook_factory
+
+        folder = Path(args.lmbr)
+        shards = sorted(folder.glob("shard-*.npz")) if folder.is_dir() else [folder]
+        if not shards or not all(p.is_file() for p in shards):
+            raise DataError(f"{folder}: no L matrices (shard-*.npz of BuildLMatrix) there")
+        hook_factory = lmbr_hook_factory(LMatrixStore(shards), models.tgt_vocab.bos_id,
+                                         vocab_size=len(models.tgt_vocab))
     result = translate_lines(lines, models, settings, target, source,
                              batch_sentences=args.batch_sentences or decode.batch_sentences,
-                             sort=decode.sort if args.sort is None else args.sort)
+                             sort=decode.sort if args.sort is None else args.sort, hook_factory=hook_factory)
     nbest = args.nbest > 1
     _write(args.output, format_nbest(result) if nbest else result.text)
     if args.bpe_output:
         _write(args.bpe_output, format_nbest(result, bpe=True) if nbest else result.bpe)
-    stats = {**result.stats, "model_files": [str(m) for m in models.members], "task": task.name}
+    stats = {**result.stats, "model_files": [str(m) for m in models.members], "task": task.name,
+             "lmbr": {"matrices": args.lmbr, "lambda": args.lmbr_lambda} if args.lmbr else None}
     if args.timings:
         write_json(Path(args.timings), stats)
     print(f"lmbr translate: {stats['sentences']} sentences, {stats['source_words']} source words in "

@@ -123,3 +123,36 @@ def test_bad_options_are_clear_errors(setup, tmp_path, capsys, extra, message):
 def test_a_missing_model_is_a_clear_error(setup, tmp_path, capsys):
     assert translate(setup, tmp_path, models=[tmp_path / "nothing.pt"]) == 2
     assert "nothing.pt: no such model file or folder" in capsys.readouterr().err
+
+
+def test_lmbr_with_a_tiny_lambda_follows_each_sentences_one_path_lattice(setup, tmp_path, capsys):
+    from lattices.lattice import Lattice
+    from lattices.lmatrix import build_lmatrix, save_shard
+    from lattices.posteriors import ngram_posteriors
+    from lattices.theta import Theta
+
+    vocab = Vocabulary.load(setup["models"][0].parent / "vocab.en.json")
+    paths = {0: vocab.tokens[5:8], 2: vocab.tokens[9:11]}  # input line 1 is empty: never decoded, needs no L
+    matrices = []
+    for sentence, words in paths.items():
+        labels = [vocab.bos_id, *vocab.encode(list(words)), vocab.eos_id]
+        lattice = Lattice.from_arcs(len(labels) + 1, 0, [(i, i + 1, x, 0.0) for i, x in enumerate(labels)],
+                                    {len(labels): 0.0})
+        matrices.append(build_lmatrix(ngram_posteriors(lattice), Theta.from_precisions([60, 35, 21, 13]),
+                                      len(vocab), sentence))
+    (tmp_path / "L").mkdir()
+    save_shard(tmp_path / "L" / "shard-0.npz", matrices)
+    assert translate(setup, tmp_path, "--lmbr", str(tmp_path / "L"), "--lmbr-lambda", "1e-6", "--bpe-output",
+                     str(tmp_path / "out.bpe"), "--max-length-b", "6") == 0
+    bpe = (tmp_path / "out.bpe").read_text(encoding="utf-8").split("\n")
+    # L alone decides: each output starts with its lattice's path and uses only its words (plain theta rewards
+    # every n-gram of the path, so repeating the path can score higher than stopping after it: the length limit
+    # ends it)
+    assert bpe[1] == ""
+    for line, words in ((bpe[0], paths[0]), (bpe[2], paths[2])):
+        assert line.startswith(" ".join(words)) and set(line.split()) <= set(words)
+    # an L over another vocabulary is refused
+    save_shard(tmp_path / "L" / "shard-0.npz", [build_lmatrix(m.posteriors, Theta.from_precisions([60, 35, 21, 13]),
+                                                              len(vocab) + 1, m.sentence) for m in matrices])
+    assert translate(setup, tmp_path, "--lmbr", str(tmp_path / "L")) == 2
+    assert "built for another vocabulary" in capsys.readouterr().err

@@ -1,0 +1,103 @@
+"""Lattice arrays <-> OpenFst's binary VectorFst format, with numpy instead of one Python call per arc.
+
+Building a pynini FST arc by arc costs about 2 microseconds an arc (8 ms for a PBMT lattice of 4000 arcs), more
+than the C++ algorithms that follow; reading one back through ``fst.arcs()`` costs more still. Both directions
+here go through the bytes of ``Fst.write_to_string`` / ``Fst.read_from_string``:
+
+    header: int32 magic 2125659606, fst type "vector" and arc type (each int32 length + bytes), int32 version 2,
+            int32 flags 0 (no symbol tables), uint64 properties, int64 start, int64 #states, int64 #arcs
+    states, in order: weight final, int64 #arcs, then its arcs: int32 ilabel, int32 olabel, weight, int32 next
+
+with weights float32 (``standard``, ``log``) or float64 (``log64``), little-endian. The properties written are
+only "expanded, mutable": OpenFst computes the others when an algorithm asks.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+__all__ = ["arrays_from_fst", "fst_from_arrays"]
+
+_MAGIC = 2125659606
+_VERSION = 2
+_PROPERTIES = 0x3  # kExpanded | kMutable
+_WEIGHT = {"standard": np.dtype("<f4"), "log": np.dtype("<f4"), "log64": np.dtype("<f8")}
+
+
+def _string(text: str) -> bytes:
+    data = text.encode("ascii")
+    return struct.pack("<i", len(data)) + data
+
+
+def _arc_dtype(weight: np.dtype) -> np.dtype:
+    return np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", weight), ("next", "<i4")])
+
+
+def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarray, label: np.ndarray,
+                    cost: np.ndarray, final: np.ndarray, arc_type: str = "standard"):
+    """A pynini acceptor: arcs (src, dst, label, cost) [A], final costs [num_states] (inf: not final)."""
+    import pynini
+
+    weight = _WEIGHT[arc_type]
+    arc = _arc_dtype(weight)
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=num_states).astype(np.int64)
+    arcs = np.empty(len(order), arc)
+    arcs["ilabel"] = arcs["olabel"] = label[order]
+    arcs["weight"] = cost[order]
+    arcs["next"] = dst[order]
+    head = weight.itemsize + 8
+    offsets = np.arange(num_states, dtype=np.int64) * head
+    offsets[1:] += np.cumsum(counts[:-1]) * arc.itemsize
+    body = np.zeros(num_states * head + len(order) * arc.itemsize, np.uint8)
+    body[offsets[:, None] + np.arange(weight.itemsize)] = final.astype(weight).view(np.uint8).reshape(-1, weight.itemsize)
+    body[offsets[:, None] + weight.itemsize + np.arange(8)] = counts.astype("<i8").view(np.uint8).reshape(-1, 8)
+    # arc k of state q sits at offsets[q] + head + (k - first arc of q) * arc size
+    first = np.repeat(offsets + head, counts) + (np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)) * arc.itemsize
+    body[first[:, None] + np.arange(arc.itemsize)] = arcs.view(np.uint8).reshape(-1, arc.itemsize)
+    header = (struct.pack("<i", _MAGIC) + _string("vector") + _string(arc_type)
+              + struct.pack("<iiQqqq", _VERSION, 0, _PROPERTIES, start if num_states else -1, num_states, 0))
+    return pynini.Fst.read_from_string(header + body.tobytes())
+
+
+def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                  np.ndarray]:
+    """(num_states, start, src, dst, ilabel, olabel, cost, final) of a pynini FST (costs as float64)."""
+    arc_type = fst.arc_type()
+    if arc_type not in _WEIGHT:
+        raise ValueError(f"unsupported arc type {arc_type!r}: one of {sorted(_WEIGHT)}")
+    data = fst.write_to_string()
+    pos = 4
+    for _ in range(2):  # fst type, arc type
+        (length,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + length
+    _, flags, _, start, num_states, _ = struct.unpack_from("<iiQqqq", data, pos)
+    pos += struct.calcsize("<iiQqqq")
+    if flags & 0x3:
+        fst = fst.copy()
+        fst.set_input_symbols(None)
+        fst.set_output_symbols(None)
+        return arrays_from_fst(fst)
+    weight = _WEIGHT[arc_type]
+    arc = _arc_dtype(weight)
+    finals: list[float] = []
+    sizes: list[int] = []
+    firsts: list[int] = []  # byte position of each state's first arc
+    unpack = struct.Struct("<" + weight.char + "q").unpack_from
+    head, size = weight.itemsize + 8, arc.itemsize
+    for _ in range(num_states):
+        w, count = unpack(data, pos)
+        finals.append(w)
+        sizes.append(count)
+        firsts.append(pos + head)
+        pos += head + count * size
+    final = np.asarray(finals, np.float64)
+    counts = np.asarray(sizes, np.int64)
+    first = np.asarray(firsts, np.int64)
+    raw = np.frombuffer(data, np.uint8)
+    starts = np.repeat(first, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)) * arc.itemsize
+    arcs = raw[starts[:, None] + np.arange(arc.itemsize)].reshape(-1).view(arc)
+    src = np.repeat(np.arange(num_states, dtype=np.int64), counts)
+    return (int(num_states), int(start), src, arcs["next"].astype(np.int64), arcs["ilabel"].astype(np.int64),
+            arcs["olabel"].astype(np.int64), arcs["weight"].astype(np.float64), final)

@@ -1,0 +1,125 @@
+"""LMBR decoding: L added per step, against pure NMT, a one-path lattice and a slow per-hypothesis oracle."""
+import random
+
+import pytest
+import torch
+
+from lattices.lattice import Lattice
+from lattices.lmatrix import build_lmatrix
+from lattices.posteriors import ngram_posteriors
+from lattices.theta import Theta
+from pipeline.decode import SearchSettings, decode_sources
+from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.errors import DataError
+from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel, exhaustive
+from tests.pipeline.decode.test_beam_search import random_sources
+
+torch.set_num_threads(1)
+VOCAB = 6
+THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")
+
+
+class Store:
+    def __init__(self, matrices):
+        self.matrices = matrices
+
+    def get(self, sentences):
+        return [self.matrices[s] for s in sentences]
+
+
+def chain_lattice(tokens) -> Lattice:
+    labels = [BOS, *tokens, EOS]
+    return Lattice.from_arcs(len(labels) + 1, 0, [(i, i + 1, x, 0.0) for i, x in enumerate(labels)],
+                             {len(labels): 0.0})
+
+
+def random_lattice(rng: random.Random) -> Lattice:
+    """A few strings over tokens 3-5 with random costs, as a lattice with <s> ... </s>."""
+    arcs, n = [], 1
+    for _ in range(rng.randint(1, 4)):
+        labels = [BOS, *(rng.randint(3, 5) for _ in range(rng.randint(0, 3))), EOS]
+        prev = 0
+        for k, x in enumerate(labels):
+            nxt = 1 if k == len(labels) - 1 else n + 1
+            n = max(n, nxt)
+            arcs.append((prev, nxt, x, rng.uniform(0, 2) if k == 0 else 0.0))
+            prev = nxt
+    # state 1 is the single final state
+    return Lattice.from_arcs(n + 1, 0, arcs, {1: 0.0})
+
+
+def matrices_for(lattices, theta=THETA):
+    return {i: build_lmatrix(ngram_posteriors(lat, 4, 1.0, "tropical"), theta, VOCAB, sentence=i)
+            for i, lat in enumerate(lattices)}
+
+
+def slow_bonus(posteriors: dict, theta: Theta):
+    """L[history, y] summed from its n-grams: Theta_0 + sum_n Theta_n p(last n-1 tokens of [BOS] + prefix, y)."""
+    def bonus(prefix, y):
+        history = (BOS, *prefix)
+        total = theta.values[0]
+        for n in range(1, 5):
+            if n - 1 <= len(history):
+                gram = (*history[len(history) - (n - 1):], y) if n > 1 else (y,)
+                total += theta.values[n] * posteriors.get(gram, 0.0)
+        return total
+    return bonus
+
+
+def test_with_l_zero_the_decoder_equals_pure_nmt():
+    model = PrefixModel(vocab=VOCAB, seed=2, eos_bias=-0.5)
+    sources = random_sources(9, seed=4, vocab=9)
+    zero = Theta((0.0, 0.0, 0.0, 0.0, 0.0), "plain", 0.5, 0.5, 1.0)
+    store = Store(matrices_for([random_lattice(random.Random(i)) for i in range(9)], zero))
+    settings = SearchSettings(beam=3, nbest=3, max_length_a=0.0, max_length_b=5)
+    plain = decode_sources(model, sources, settings, batch_sentences=4)
+    lmbr = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=lmbr_hook_factory(store, BOS))
+    assert [[h.tokens for h in hs] for hs in lmbr] == [[h.tokens for h in hs] for hs in plain]
+    assert [h.score for hs in lmbr for h in hs] == pytest.approx([h.score for hs in plain for h in hs])
+
+
+def test_with_lambda_near_zero_a_one_path_lattice_is_reproduced():
+    model = PrefixModel(vocab=VOCAB, seed=1)
+    paths = [(4, 3, 5), (5,), (3, 3, 4, 4)]
+    store = Store(matrices_for([chain_lattice(p) for p in paths]))
+    settings = SearchSettings(beam=2, weight=1e-6, max_length_a=0.0, max_length_b=6)
+    got = decode_sources(model, random_sources(3, seed=1, vocab=9), settings, batch_sentences=3,
+                         hook_factory=lmbr_hook_factory(store, BOS))
+    assert [hyps[0].tokens for hyps in got] == paths
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_wide_beam_finds_the_best_of_lambda_log_p_plus_the_slow_sum_of_l(seed):
+    model, limit = PrefixModel(vocab=VOCAB, seed=seed), 3
+    rng = random.Random(seed)
+    lattices = [random_lattice(rng) for _ in range(3)]
+    sources = random_sources(3, seed, vocab=9)
+    store = Store(matrices_for(lattices))
+    wide = VOCAB ** limit
+    settings = SearchSettings(beam=wide, nbest=wide, weight=0.5, max_length_a=0.0, max_length_b=limit)
+    got = decode_sources(model, sources, settings, batch_sentences=2, hook_factory=lmbr_hook_factory(store, BOS))
+    for i, (source, hyps) in enumerate(zip(sources, got)):
+        posteriors = ngram_posteriors(lattices[i], 4, 1.0, "tropical").as_dict()
+        scorer = model.scorer(source)
+        truth = exhaustive(lambda p: [0.5 * x for x in scorer(p)], VOCAB, limit, slow_bonus(posteriors, THETA))
+        assert [h.tokens for h in hyps[:10]] == [p for _, p in truth[:10]]
+        assert [h.score for h in hyps[:10]] == pytest.approx([s for s, _ in truth[:10]], abs=1e-4)
+
+
+def test_outputs_do_not_depend_on_batching_or_sorting():
+    model = PrefixModel(vocab=VOCAB, seed=7, eos_bias=-0.3)
+    rng = random.Random(3)
+    sources = random_sources(11, seed=9, vocab=9)
+    store = Store(matrices_for([random_lattice(rng) for _ in range(11)]))
+    factory = lmbr_hook_factory(store, BOS)
+    settings = SearchSettings(beam=3, weight=0.5, max_length_a=1.0, max_length_b=3)
+    outputs = [[h[0].tokens for h in decode_sources(model, sources, settings, batch_sentences=b, sort=s,
+                                                    hook_factory=factory)]
+               for b in (1, 3, 11) for s in (True, False)]
+    assert all(o == outputs[0] for o in outputs)
+
+
+def test_a_sentence_without_l_is_a_clear_error():
+    factory = lmbr_hook_factory(Store({}), BOS, sentence_ids=[41])
+    with pytest.raises(DataError, match="no L matrix for sentence 41"):
+        decode_sources(PrefixModel(vocab=VOCAB), [[4, EOS]], SearchSettings(beam=2), hook_factory=factory)
