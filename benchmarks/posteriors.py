@@ -242,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         step[name] = decoder_step([r["lmatrix"] for r in runs[: args.batch]], args.beam, 50, args.torch_threads)
 
     sizes = {"states": [lat.num_states for lat in lattices], "arcs": [lat.num_arcs for lat in lattices]}
-    rows = [("sentences", str(len(lattices)), str(len(lattices))),
-            ("lattice states (median)", *[f"{statistics.median(sizes['states']):.0f}"] * 2),
-            ("lattice arcs (median)", *[f"{statistics.median(sizes['arcs']):.0f}"] * 2)]
+    rows = [("sentences", *[str(len(lattices))] * len(modes)),
+            ("lattice states (median)", *[f"{statistics.median(sizes['states']):.0f}"] * len(modes)),
+            ("lattice arcs (median)", *[f"{statistics.median(sizes['arcs']):.0f}"] * len(modes))]
     labels = [("posteriors s", "posteriors_s", "{:.3f}"), ("L build s", "lmatrix_s", "{:.3f}"),
               ("posteriors + L s", "total_s", "{:.3f}"), ("peak heap MB", "peak_mb", "{:.1f}"),
               ("n-grams (orders 1-4)", "ngrams", "{:.0f}"), ("rows of L", "rows", "{:.0f}"),

@@ -72,7 +72,17 @@ class TaskConfig:
     bpe: BpeTaskConfig
     lm: LmTaskConfig
     downloads: dict[str, DownloadConfig] = field(default_factory=dict)
+    train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
     path: Path = Path()
+
+    def data_for(self, profile: "Profile") -> "DataProfile":
+        """The profile's data settings for this task: its train_pairs capped by this task's [train_pairs] entry for
+        the profile (the profile's own value when no cap applies, so that other tasks' artifacts keep their ids)."""
+        cap = self.train_pairs.get(profile.name, 0)
+        data = profile.data
+        if cap and (data.train_pairs == 0 or data.train_pairs > cap):
+            return dataclasses.replace(data, train_pairs=cap)
+        return data
 
     def split_names(self) -> tuple[str, ...]:
         """Every split the config names, train first."""
@@ -240,6 +250,7 @@ class LmbrProfile:
     theta_convention: str  # "plain" (Theta_0 = -1) or "scaled" (divided by T)
     theta_t: float  # T of the scaled convention (10 in the Cambridge tools)
     engine: str = "openfst"  # evidence space: "openfst" (C++, float32 tropical costs) or "exact" (float64 Python)
+    nmt_lambda: float = 0.5  # lambda, the scale of log P_NMT (the ensemble's average) in LMBR decoding
 
 
 @dataclass(frozen=True)
@@ -266,6 +277,9 @@ def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
     """Load and validate configs/tasks/<name>.toml."""
     path = _config_path("tasks", name, config_dir)
     config = _build(TaskConfig, _read_toml(path), path, "")
+    for profile_name, pairs in config.train_pairs.items():
+        if pairs < 1:
+            raise ConfigError(f"{path}: key 'train_pairs.{profile_name}' must be at least 1, not {pairs}")
     config = dataclasses.replace(config, path=path)
     _check_task(config)
     return config
@@ -293,6 +307,7 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
     for key, ok, problem in (("order", 1 <= lmbr.order <= 4, "must be between 1 and 4"),
                              ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
                              ("engine", lmbr.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
+                             ("nmt_lambda", lmbr.nmt_lambda > 0, "must be positive"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
                              ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
                               "must be 'plain' or 'scaled'"),

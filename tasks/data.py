@@ -50,14 +50,15 @@ class TokenizeSplit(SplitTask):
             "role": role,
             "pair": config.pair,
             "tokenizers": {lang: config.languages[lang].tokenizer for lang in self.languages()},
-            "data": profile.data.__dict__,
+            "data": config.data_for(profile).__dict__,
             "seed": profile.seed,
         }
 
     def build(self, out: Path) -> dict[str, Any]:
         resolver = DataResolver.create(self.data_dir, self.cache_dir)
         paths = resolver.resolve(self.config, self.split)
-        stats = prepare_split(paths, self.config.languages, split_role(self, self.split), self.profile_config.data,
+        data = self.config.data_for(self.profile_config)
+        stats = prepare_split(paths, self.config.languages, split_role(self, self.split), data,
                               self.profile_config.seed, out, workers=self.processes,
                               cache_dir=Path(self.cache_dir) / "tokenizers")
         stats["files"] = {lang: {"path": str(p), "sha256": sha256_file(p)} for lang, p in paths.items()}

@@ -1,5 +1,7 @@
 """NMT decoding stages: FNMT (the GRU ensemble) and TNMT (the averaged Transformer) translate a split with the
-batched beam decoder (pipeline/decode), with the settings of the profile's [decode] section."""
+batched beam decoder (pipeline/decode), with the settings of the profile's [decode] section; LNMT and LTNMT are the
+same models with the L matrices of the split's PBMT lattices added at every step (LMBR, pipeline/decode/lmbr.py),
+the NMT log-probabilities scaled by the profile's [lmbr] nmt_lambda."""
 from __future__ import annotations
 
 import dataclasses
@@ -21,22 +23,42 @@ from tasks.nmt import NMTSystem
 
 
 class DecodeNMT(SplitTask):
-    """A pure NMT system's translation of a split: translation.<target> (detokenized, one line per source line; an
+    """An NMT system's translation of a split: translation.<target> (detokenized, one line per source line; an
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 
     stage = "nmt-decode"
-    system: ClassVar[str] = ""
+    system: ClassVar[str] = ""      # the row of the table
+    models: ClassVar[str] = ""      # the NMTSystem whose models decode (FNMT or TNMT)
+    lmbr: ClassVar[bool] = False    # add the split's L matrices (BuildLMatrix) at every step
 
     def label(self) -> str:
         return f"{self.system}-{self.split}"
 
     def requires(self) -> dict[str, PipelineTask]:
-        return {"system": self.clone(NMTSystem, system=self.system), "subwords": self.clone(ApplyBPE),
-                "truecaser": self.clone(TrainTruecaser)}
+        required = {"system": self.clone(NMTSystem, system=self.models), "subwords": self.clone(ApplyBPE),
+                    "truecaser": self.clone(TrainTruecaser)}
+        if self.lmbr:
+            from tasks.lattices import BuildLMatrix
+
+            required["lmatrix"] = self.clone(BuildLMatrix)
+        return required
 
     def params(self) -> dict[str, Any]:
-        return {"system": self.system, "split": self.split,
-                "decode": dataclasses.asdict(self.profile_config.decode)}
+        params = {"system": self.system, "split": self.split,
+                  "decode": dataclasses.asdict(self.profile_config.decode)}
+        if self.lmbr:
+            params["nmt_lambda"] = self.profile_config.lmbr.nmt_lambda
+        return params
+
+    def hook_factory(self, models: LoadedModels):
+        """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i)."""
+        if not self.lmbr:
+            return None
+        from lattices.lmatrix import LMatrixStore
+        from pipeline.decode.lmbr import lmbr_hook_factory
+
+        shards = sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz"))
+        return lmbr_hook_factory(LMatrixStore(shards), models.tgt_vocab.bos_id, vocab_size=len(models.tgt_vocab))
 
     def build(self, out: Path) -> dict[str, Any]:
         torch.set_num_threads(max(1, self.processes))
@@ -53,9 +75,11 @@ class DecodeNMT(SplitTask):
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
-                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
+                                  weight=self.profile_config.lmbr.nmt_lambda if self.lmbr else 1.0)
         result = translate_lines(lines, models, settings, processor, source=None,
-                                 batch_sentences=decode.batch_sentences, sort=decode.sort)
+                                 batch_sentences=decode.batch_sentences, sort=decode.sort,
+                                 hook_factory=self.hook_factory(models))
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
@@ -67,10 +91,22 @@ class DecodeNMT(SplitTask):
 class DecodeFNMT(DecodeNMT):
     """FNMT: the ensemble of GRU models (one per seed) of NMTSystem(FNMT)."""
 
-    system = "FNMT"
+    system = models = "FNMT"
 
 
 class DecodeTNMT(DecodeNMT):
     """TNMT: the averaged Transformer(s) of NMTSystem(TNMT)."""
 
-    system = "TNMT"
+    system = models = "TNMT"
+
+
+class DecodeLNMT(DecodeNMT):
+    """LNMT: the FNMT ensemble with LMBR (the L matrices of the split's PBMT lattices)."""
+
+    system, models, lmbr = "LNMT", "FNMT", True
+
+
+class DecodeLTNMT(DecodeNMT):
+    """LTNMT: the TNMT model with LMBR."""
+
+    system, models, lmbr = "LTNMT", "TNMT", True

@@ -30,7 +30,8 @@ class BuildLMatrix(SplitTask):
         }
 
     def params(self) -> dict[str, Any]:
-        return {"split": self.split, **self.profile_config.lmbr.__dict__}
+        lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k != "nmt_lambda"}  # decoding's
+        return {"split": self.split, **lmbr}
 
     def theta(self) -> Theta:
         lmbr = self.profile_config.lmbr

@@ -13,10 +13,10 @@ PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
 
 def translation_tasks() -> dict[str, type[SplitTask]]:
     """The systems built in this version, by name."""
-    from tasks.decode import DecodeFNMT, DecodeTNMT
+    from tasks.decode import DecodeFNMT, DecodeLNMT, DecodeLTNMT, DecodeTNMT
     from tasks.smt import DecodePBMT
 
-    return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "TNMT": DecodeTNMT}
+    return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "LNMT": DecodeLNMT, "TNMT": DecodeTNMT, "LTNMT": DecodeLTNMT}
 
 
 def translation_task(system: str) -> type[SplitTask]:

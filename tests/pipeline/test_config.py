@@ -81,3 +81,15 @@ def test_split_key_names_the_config_key():
     assert task.split_key("dev") == "splits.tune"
     with pytest.raises(ConfigError, match="split 'newstest2099' is not named"):
         task.split_key("newstest2099")
+
+
+def test_a_task_caps_the_training_pairs_of_a_named_profile_only(tmp_path):
+    jpn, ger = config.load_task("jpn-eng"), config.load_task("ger-eng")
+    small, tiny = config.load_profile("small"), config.load_profile("tiny")
+    assert small.data.train_pairs == 0 and jpn.data_for(small).train_pairs == 100000
+    assert jpn.data_for(tiny) == tiny.data and ger.data_for(small) == small.data  # no cap: the same settings
+    folder = copy_configs(tmp_path)
+    path = folder / "tasks" / "jpn-eng.toml"
+    path.write_text(path.read_text().replace("small = 100000", "small = 0"))
+    with pytest.raises(ConfigError, match="'train_pairs.small' must be at least 1"):
+        config.load_task("jpn-eng", folder)

@@ -1,12 +1,20 @@
 """Real Luigi (local scheduler) on the small de-en corpus: FNMT and TNMT decode a split with the batched beam decoder
-(models trained for seconds), and EvaluateSystem scores them."""
+(models trained for seconds), LNMT and LTNMT the same with the L matrices of the split's PBMT lattices, and
+EvaluateSystem scores them."""
 import re
 
 import torch
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline.io import read_lines
-from tasks import DecodeFNMT, DecodeTNMT, EvaluateSystem
+from pipeline.evaluation.bleu import corpus_bleu
+from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
+from lattices.lmatrix import LMatrixStore
+from pipeline.decode import SearchSettings, decode_sources
+from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.nmt.system import load_system
+from tasks import ApplyBPE, BuildLMatrix, NMTSystem
+from tasks.decode import DecodeLNMT, DecodeLTNMT
 from tasks.systems import translation_task
 from tests.conftest import sentence_pairs, write_pair
 from tests.tasks.helpers import build, shared_params
@@ -24,14 +32,19 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     write_pair(data, "newstest2016", test)
     configs = quick_configs(tmp_path)
     profile = configs / "profiles" / "tiny.toml"
-    profile.write_text(re.sub(r"^batch_sentences = .*$", "batch_sentences = 3", profile.read_text(), flags=re.M))
+    text = re.sub(r"^batch_sentences = .*$", "batch_sentences = 3", profile.read_text(), flags=re.M)
+    # L dominates the scores of models trained for seconds: LMBR output must follow the lattices
+    profile.write_text(re.sub(r"^nmt_lambda = .*$", "nmt_lambda = 0.001", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     fnmt = DecodeFNMT(split="newstest2016", **params)
     tnmt = DecodeTNMT(split="newstest2016", **params)
+    lnmt = DecodeLNMT(split="newstest2016", **params)
+    ltnmt = DecodeLTNMT(split="newstest2016", **params)
     bleu = EvaluateSystem(system="FNMT", split="newstest2016", **params)
     assert translation_task("FNMT") is DecodeFNMT and translation_task("TNMT") is DecodeTNMT
-    assert build(fnmt, tnmt, bleu).status == LuigiStatusCode.SUCCESS
-    for task in (fnmt, tnmt):
+    assert translation_task("LNMT") is DecodeLNMT and translation_task("LTNMT") is DecodeLTNMT
+    assert build(fnmt, tnmt, lnmt, ltnmt, bleu).status == LuigiStatusCode.SUCCESS
+    for task in (fnmt, tnmt, lnmt, ltnmt):
         folder = task.artifact_dir()
         translation = list(read_lines(folder / "translation.en"))
         subwords = list(read_lines(folder / "bpe.en"))
@@ -46,3 +59,26 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     record = bleu.signature()["stats"]
     assert record["lines"] == 20 and 0 <= record["bleu"]["score"] <= 100
     assert record["timings"]["nmt_decode"] == fnmt.signature()["stats"]["timings"]["nmt_decode"]
+
+    # LMBR pulls the Transformer (whose scores are flat after seconds of training) towards the PBMT lattices
+    pbmt = list(read_lines(DecodePBMT(split="newstest2016", **params).artifact_dir() / "translation.en"))
+    agree = [corpus_bleu(list(read_lines(t.artifact_dir() / "translation.en")), pbmt, "en").score
+             for t in (tnmt, ltnmt)]
+    assert agree[1] > agree[0] + 10, agree
+    assert lnmt.signature()["params"]["nmt_lambda"] == 0.001
+    # LNMT's subwords are the library's LMBR decoding of the split with sentence i's L for line i
+    # (here the GRU ensemble stops at once: with the tiny dev set's precisions of 100%, p = r = 1 and no token
+    # gains more from L than Theta_0 costs, so the LMBR objective itself prefers the shortest output)
+    system = NMTSystem(system="FNMT", **params).artifact_dir() / "system.json"
+    ensemble, src_vocab, tgt_vocab = load_system(system, "cpu")
+    lines = list(read_lines(ApplyBPE(split="newstest2016", **params).artifact_dir() / "bpe.de.gz"))
+    decoded = [i for i, line in enumerate(lines) if line]
+    store = LMatrixStore(sorted(BuildLMatrix(split="newstest2016", **params).artifact_dir().glob("shard-*.npz")))
+    settings = SearchSettings(beam=4, weight=0.001, max_length_a=2.0, max_length_b=10)
+    hyps = decode_sources(ensemble, [src_vocab.encode(lines[i].split()) + [src_vocab.eos_id] for i in decoded],
+                          settings, batch_sentences=3, hook_factory=lmbr_hook_factory(store, tgt_vocab.bos_id,
+                                                                                      sentence_ids=decoded))
+    expected = [""] * len(lines)
+    for i, h in zip(decoded, hyps):
+        expected[i] = " ".join(tgt_vocab.decode(h[0].tokens))
+    assert list(read_lines(lnmt.artifact_dir() / "bpe.en")) == expected

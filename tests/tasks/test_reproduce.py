@@ -37,7 +37,6 @@ def test_eval_set_by_split_name(tmp_path, data_dir):
 
 @pytest.mark.parametrize("args, message", [
     (["--tasks", "fr-eng"], "unknown task(s) fr-eng (known: chi-eng, eng-ger, eng-jpn, ger-eng, jpn-eng)"),
-    (["--systems", "LTNMT"], "system(s) LTNMT are not built in this version"),
     (["--systems", "SMT"], "unknown system(s) SMT"),
     (["--eval-set", "newstest2099"], "split 'newstest2099' is not named in [splits]"),
     (["--profile", "huge"], "huge.toml: no such config file (known profiles: paper, small, tiny)"),
