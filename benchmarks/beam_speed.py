@@ -5,6 +5,8 @@
     sentence at a time, same model, same search; the outputs must be identical (asserted).
 (b) speed vs sentences per batch (1 to 32) at a fixed beam, sentences sorted by length or in input order; the speed-up
     is against 1 sentence per batch (beam batching alone).
+(c) streaming refill (ALGORITHMS.md section 6) vs plain sentence batching, at the beam of (b) and --stream-pool
+    sentences, in input order and sorted; the outputs must be identical (asserted).
 
 Model: checkpoints given with --model (e.g. an NMTSystem / TrainNMT artifact folder of the small profile), else
 random weights at the --profile's sizes over a synthetic vocabulary (--random-vocab). Source: BPE lines of a split
@@ -156,6 +158,26 @@ def figure_b(model, ids, words, args) -> list[dict]:
     return rows
 
 
+def figure_c(model, ids, words, args) -> list[dict]:
+    settings = SearchSettings(beam=args.sentence_beam, max_length_a=args.max_length_a,
+                              max_length_b=args.max_length_b)
+    rows, reference = [], None
+    for sort in (False, True):
+        row = {"sort": sort, "pool": args.stream_pool, "refill": args.refill}
+        for mode, streaming in (("batched", False), ("streaming", True)):
+            seconds, out = timed(args.runs, lambda: decode_sources(model, ids, settings, args.stream_pool, sort,
+                                                                   streaming=streaming, refill=args.refill))
+            reference = reference or tokens_of(out)
+            assert tokens_of(out) == reference, f"{mode}, sort {sort}: the outputs changed"
+            row[f"{mode}_seconds"] = round(seconds, 3)
+            row[f"{mode}_wpm"] = round(60 * sum(words) / seconds, 1)
+        row["streaming_speedup"] = round(row["streaming_wpm"] / row["batched_wpm"], 3)
+        rows.append(row)
+        print(f"(c) {'sorted' if sort else 'input order'}: batched {row['batched_wpm']:8.0f} wpm, streaming "
+              f"{row['streaming_wpm']:8.0f} wpm ({row['streaming_speedup']:.2f}x), identical outputs", file=sys.stderr)
+    return rows
+
+
 def plot(summary: dict, out: Path) -> list[Path]:
     import matplotlib
 
@@ -209,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sentences-b", type=int, default=192, help="sentences of figure (b)")
     p.add_argument("--beams", default="1,2,4,8,12")
     p.add_argument("--batch-sizes", default="1,2,3,5,7,10,16,24,32")
-    p.add_argument("--sentence-beam", type=int, default=4, help="beam of figure (b)")
+    p.add_argument("--sentence-beam", type=int, default=4, help="beam of figures (b) and (c)")
+    p.add_argument("--stream-pool", type=int, default=16, help="figure (c): sentences per batch / in the pool")
+    p.add_argument("--refill", type=float, default=1 / 6, help="figure (c): the streaming refill fraction")
     p.add_argument("--max-length-a", type=float, default=2.0)
     p.add_argument("--max-length-b", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
@@ -238,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
             ids, words, info = sources(args, vocab, args.sentences_b)
             summary["data_b"] = info
             summary["figure_b"] = figure_b(model, ids, words, args)
+        if "c" in figures:
+            ids, words, info = sources(args, vocab, args.sentences_b)
+            summary["data_c"] = info
+            summary["figure_c"] = figure_c(model, ids, words, args)
     summary["machine"]["load_average_at_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     paths = plot(summary, args.out)

@@ -44,6 +44,7 @@ class LMatrixBatch:
         if len(sizes) != 1:
             raise ValueError(f"the sentences of a batch must share one vocabulary, not sizes {sorted(sizes)}")
         self.vocab_size = V = sizes.pop()
+        self.matrices = list(matrices)
         self.sentences = [m.sentence for m in matrices]
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         S = len(matrices)

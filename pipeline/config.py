@@ -229,6 +229,8 @@ class DecodeProfile:
     length_penalty: float  # rank finished hypotheses by score / length^alpha; 0: by score
     max_length_a: float  # at most a * |source subwords| + b output subwords
     max_length_b: int
+    streaming: bool = False  # streaming refill (ALGORITHMS.md section 6) instead of fixed sentence batches
+    refill: float = 1 / 6  # streaming: refill the pool when the sentences decoding drop to refill x batch_sentences
 
     def problems(self) -> list[tuple[str, str]]:
         """(key below 'decode.', what is wrong) for every value that is out of range."""
@@ -236,7 +238,8 @@ class DecodeProfile:
                   ("batch_sentences", self.batch_sentences >= 1, "must be at least 1"),
                   ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
                   ("max_length_a", self.max_length_a >= 0, "must not be negative"),
-                  ("max_length_b", self.max_length_b >= 0, "must not be negative")]
+                  ("max_length_b", self.max_length_b >= 0, "must not be negative"),
+                  ("refill", 0 <= self.refill < 1, "must be in [0, 1)")]
         return [(key, problem) for key, ok, problem in checks if not ok]
 
 

@@ -79,7 +79,8 @@ class DecodeNMT(SplitTask):
                                   weight=self.profile_config.lmbr.nmt_lambda if self.lmbr else 1.0)
         result = translate_lines(lines, models, settings, processor, source=None,
                                  batch_sentences=decode.batch_sentences, sort=decode.sort,
-                                 hook_factory=self.hook_factory(models))
+                                 hook_factory=self.hook_factory(models), streaming=decode.streaming,
+                                 refill=decode.refill)
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)

@@ -43,6 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-sentences", type=_positive, help="sentences decoded together")
     p.add_argument("--sort", action=argparse.BooleanOptionalAction, default=None,
                    help="sort sentences by length before batching (the output keeps the input order)")
+    p.add_argument("--streaming", action=argparse.BooleanOptionalAction, default=None,
+                   help="streaming refill: keep the pool of --batch-sentences full (same outputs)")
+    p.add_argument("--refill", type=float, help="streaming: refill when the sentences decoding drop to this "
+                                                "fraction of --batch-sentences (default: the profile's)")
     p.add_argument("--nbest", type=_positive, default=1, help="hypotheses written per sentence (<= beam)")
     p.add_argument("--threshold", type=float, help="early pruning: drop candidates below threshold x the best's "
                                                    "probability (0: off; the paper's accelerated system: 0.01)")
@@ -108,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             weight=args.lmbr_lambda if args.lmbr else 1.0)
     except ValueError as e:
         raise DataError(str(e)) from None
+    if args.refill is not None and not 0 <= args.refill < 1:
+        raise DataError(f"--refill must be in [0, 1), not {args.refill}")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -128,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
                                          vocab_size=len(models.tgt_vocab))
     result = translate_lines(lines, models, settings, target, source,
                              batch_sentences=args.batch_sentences or decode.batch_sentences,
-                             sort=decode.sort if args.sort is None else args.sort, hook_factory=hook_factory)
+                             sort=decode.sort if args.sort is None else args.sort, hook_factory=hook_factory,
+                             streaming=decode.streaming if args.streaming is None else args.streaming,
+                             refill=decode.refill if args.refill is None else args.refill)
     nbest = args.nbest > 1
     _write(args.output, format_nbest(result) if nbest else result.text)
     if args.bpe_output:

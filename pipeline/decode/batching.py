@@ -3,14 +3,21 @@
 The paper decodes S sentences x B beam items per step; sorting the sentences by length first keeps the sentences
 of a batch similar, so they finish at about the same step and little work is spent on short batches' stragglers
 (paper, section 3.1: sorting alone took 7-sentence batches from 17000 to 24000 words per minute).
+
+Streaming refill (Yang et al. 2020, ALGORITHMS.md section 6), ``streaming=True``: one pool of at most
+`batch_sentences` sentences. When the sentences still decoding drop to `refill` x `batch_sentences`, the next ones
+are encoded as a new batch that starts at step 0; each step advances the batch with the least progress, and batches
+that reach the same step are merged into one neural query. Every sentence follows exactly the search it would
+follow alone, so the outputs equal the plain batched mode's; only the order of work changes.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Callable, Sequence
 
 import torch
 
-from pipeline.decode.beam_search import SearchSettings, beam_search
+from pipeline.decode.beam_search import BeamBatch, SearchSettings, beam_search
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import HookFactory
 from pipeline.decode.scores import max_output_lengths
@@ -57,17 +64,21 @@ def position_limit(model: StepModel) -> int | None:
 def decode_sources(model: StepModel, sources: Sequence[Sequence[int]], settings: SearchSettings,
                    batch_sentences: int = 1, sort: bool = True, device: str | torch.device | None = None,
                    hook_factory: HookFactory | None = None,
-                   on_batch: Callable[[list[int]], None] | None = None) -> list[list[Hypothesis]]:
+                   on_batch: Callable[[list[int]], None] | None = None, streaming: bool = False,
+                   refill: float = 1 / 6) -> list[list[Hypothesis]]:
     """The n-best lists of every source (token ids ending in EOS, as the encoder reads them), in input order.
 
     Batches of `batch_sentences` sentences (sorted by length when `sort`) are decoded by one beam search each, on
-    `device` (default: the model's). `hook_factory(indices, device)` makes the score hook of a batch from the input
-    indices of its sentences (default: pure NMT). `on_batch(indices)` is called after each batch (progress).
+    `device` (default: the model's); or streamed through one pool with refills (`streaming`, see the module
+    docstring). `hook_factory(indices, device)` makes the score hook of a batch from the input indices of its
+    sentences (default: pure NMT). `on_batch(indices)` is called when sentences are done (progress).
     """
     device = torch.device(device) if device is not None else model_device(model)
     limit = position_limit(model)
     if isinstance(model, Ensemble) and len(model) == 1:  # the same log-probabilities, without the wrapping per step
         model = model.models[0]
+    if streaming:
+        return _stream(model, sources, settings, batch_sentences, sort, device, hook_factory, on_batch, refill, limit)
     results: list[list[Hypothesis]] = [[] for _ in sources]
     for batch in make_batches([len(s) for s in sources], batch_sentences, sort):
         src, lengths = pad_sequences([sources[i] for i in batch], model.pad_id)
@@ -80,3 +91,41 @@ def decode_sources(model: StepModel, sources: Sequence[Sequence[int]], settings:
             on_batch(batch)
     return results
 
+
+
+def _stream(model: StepModel, sources: Sequence[Sequence[int]], settings: SearchSettings, batch_sentences: int,
+            sort: bool, device: torch.device, hook_factory: HookFactory | None,
+            on_batch: Callable[[list[int]], None] | None, refill: float, limit: int | None) -> list[list[Hypothesis]]:
+    if not 0 <= refill < 1:
+        raise ValueError(f"refill must be in [0, 1), not {refill}")
+    queue = deque(i for batch in make_batches([len(s) for s in sources], max(1, len(sources)), sort) for i in batch)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+
+    def start(count: int) -> tuple[BeamBatch, list[int]]:
+        """A new batch of the next `count` sentences, and the input index of each of its positions."""
+        indices = [queue.popleft() for _ in range(min(count, len(queue)))]
+        src, lengths = pad_sequences([sources[i] for i in indices], model.pad_id)
+        max_lengths = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b, limit)
+        hook = hook_factory(indices, device) if hook_factory is not None else None
+        return BeamBatch(model, src.to(device), lengths.to(device), max_lengths.to(device), settings, hook), indices
+
+    pool: list[tuple[BeamBatch, list[int]]] = []
+    while pool or queue:
+        active = sum(batch.active for batch, _ in pool)
+        if queue and active <= refill * batch_sentences:
+            pool.append(start(batch_sentences - active))
+        least = min(batch.t for batch, _ in pool)
+        group = [entry for entry in pool if entry[0].t == least]
+        batch, indices = group[0]
+        for other, other_indices in group[1:]:  # the same step: one query from now on
+            batch.merge(other)
+            indices.extend(other_indices)
+            pool.remove((other, other_indices))
+        ended = batch.step()
+        for position, hyps in ended:
+            results[indices[position]] = hyps
+        if ended and on_batch is not None:
+            on_batch([indices[position] for position, _ in ended])
+        if batch.done:
+            pool.remove((batch, indices))
+    return results

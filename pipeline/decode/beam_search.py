@@ -38,9 +38,9 @@ from pipeline.decode.finalize import BackoffStack, FinishedSet, Hypothesis, best
 from pipeline.decode.hooks import ScoreHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, slot_rows
 from pipeline.decode.topk import prune_below_threshold, top_candidates
-from pipeline.nmt.interface import StepModel
+from pipeline.nmt.interface import DecoderState, StepModel
 
-__all__ = ["SearchSettings", "beam_search"]
+__all__ = ["BeamBatch", "SearchSettings", "beam_search"]
 
 
 @dataclass(frozen=True)
@@ -80,51 +80,106 @@ def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths:
 
     A list is empty only when every path to EOS was forbidden (-inf) by the hook.
     """
-    hook = hook if hook is not None else ScoreHook()
     if src.shape[0] == 0:
         return []
-    device = src.device
-    n, beam, vocab, eos = src.shape[0], settings.beam, model.tgt_vocab_size, model.eos_id
-    limits = max_lengths.to(device)
-    state = model.encode(src, src_lengths.to(device))
-    sentence = list(range(n))                      # batch position of each active sentence
-    row_slot = torch.arange(n, device=device) * beam  # [R] the slot of each live row
-    scores = torch.zeros(n, device=device)         # [R] accumulated scores q
-    history = torch.zeros((n, 0), dtype=torch.long, device=device)  # [R, t] the rows' tokens
-    prev = torch.full((n,), model.bos_id, dtype=torch.long, device=device)
-    count = torch.zeros(n, dtype=torch.long, device=device)         # [N] |F_s|
-    finished = [FinishedSet() for _ in range(n)]
-    backoff = BackoffStack(n, settings.nbest, int(limits.max()), device)
-    results: list[list[Hypothesis]] = [[] for _ in range(n)]
-    first_limit = int(limits.min())                # no row is at its limit before this step
-    need_backoff = True                            # some active sentence has an empty F_s
-    t = 0
-    while sentence:
-        active = len(sentence)
-        log_probs, state = model.step(state, prev)
+    batch = BeamBatch(model, src, src_lengths, max_lengths, settings, hook)
+    results: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
+    while not batch.done:
+        for position, hyps in batch.step():
+            results[position] = hyps
+    return results
+
+
+class BeamBatch:
+    """The search state of a batch of sentences that share one time index t, advanced one step at a time.
+
+    Sentences are known by their position in the batch as created (0..N-1); :meth:`merge` appends another batch at
+    the same t, whose sentences keep their own numbering shifted by this batch's N (the streaming decoder's refill).
+    """
+
+    @torch.inference_mode()
+    def __init__(self, model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths: Tensor,
+                 settings: SearchSettings, hook: ScoreHook | None = None) -> None:
+        n, device = src.shape[0], src.device
+        self.model, self.settings = model, settings
+        self.hook = hook if hook is not None else ScoreHook()
+        self.size = n                                  # sentences ever in the batch (positions 0..size-1)
+        self.limits = max_lengths.to(device)           # [N] of the active sentences
+        self.state = model.encode(src, src_lengths.to(device))
+        self.sentence = list(range(n))                 # batch position of each active sentence
+        self.row_slot = torch.arange(n, device=device) * settings.beam  # [R] the slot of each live row
+        self.scores = torch.zeros(n, device=device)    # [R] accumulated scores q
+        self.history = torch.zeros((n, 0), dtype=torch.long, device=device)  # [R, t] the rows' tokens
+        self.prev = torch.full((n,), model.bos_id, dtype=torch.long, device=device)
+        self.count = torch.zeros(n, dtype=torch.long, device=device)         # [N] |F_s|
+        self.finished = [FinishedSet() for _ in range(n)]                   # by batch position
+        self.backoff = BackoffStack(n, settings.nbest, int(self.limits.max()), device)
+        self.first_limit = int(self.limits.min())      # no row is at its limit before this step
+        self.need_backoff = True                       # some active sentence has an empty F_s
+        self.t = 0
+
+    @property
+    def done(self) -> bool:
+        return not self.sentence
+
+    @property
+    def active(self) -> int:
+        """Sentences still decoding."""
+        return len(self.sentence)
+
+    @torch.inference_mode()
+    def merge(self, other: "BeamBatch") -> None:
+        """Append the sentences of `other` (same model and settings, same t); its positions shift by self.size."""
+        if other.t != self.t:
+            raise ValueError(f"batches at steps {self.t} and {other.t} cannot be merged")
+        beam = self.settings.beam
+        self.state = DecoderState.concat([self.state, other.state]) if isinstance(self.state, DecoderState) \
+            else self.state + other.state
+        self.hook.merge(other.hook)
+        self.row_slot = torch.cat([self.row_slot, other.row_slot + self.active * beam])
+        self.scores = torch.cat([self.scores, other.scores])
+        self.history = torch.cat([self.history, other.history])
+        self.prev = torch.cat([self.prev, other.prev])
+        self.count = torch.cat([self.count, other.count])
+        self.limits = torch.cat([self.limits, other.limits])
+        self.backoff.merge(other.backoff)
+        self.sentence += [self.size + s for s in other.sentence]
+        self.finished += other.finished
+        self.size += other.size
+        self.first_limit = min(self.first_limit, other.first_limit)
+        self.need_backoff = self.need_backoff or other.need_backoff
+
+    @torch.inference_mode()
+    def step(self) -> list[tuple[int, list[Hypothesis]]]:
+        """One step of Algorithm 1 for every active sentence; returns (position, n-best) of the sentences it ends."""
+        model, settings, hook = self.model, self.settings, self.hook
+        device = self.scores.device
+        active, beam, vocab, eos, t = len(self.sentence), settings.beam, model.tgt_vocab_size, model.eos_id, self.t
+        log_probs, self.state = model.step(self.state, self.prev)
         if settings.weight != 1.0:
             log_probs = log_probs * settings.weight
         step_scores = hook.scores(log_probs, t)
-        if t >= first_limit:
-            step_scores = force_eos(step_scores, limits.index_select(0, row_slot // beam) <= t, eos)
-        candidates = step_scores + scores[:, None]                          # [R, V]
-        if need_backoff:
+        if t >= self.first_limit:
+            step_scores = force_eos(step_scores, self.limits.index_select(0, self.row_slot // beam) <= t, eos)
+        candidates = step_scores + self.scores[:, None]                     # [R, V]
+        if self.need_backoff:
             eos_candidates = candidates[:, eos].clone()                     # [R], before pruning
-        grid = prune_below_threshold(candidate_grid(candidates, row_slot, active, beam), settings.threshold)
+        grid = prune_below_threshold(candidate_grid(candidates, self.row_slot, active, beam), settings.threshold)
         top = top_candidates(grid, beam, vocab)                             # [N, B] each
         full = candidates.shape[0] == active * beam                         # every slot has a row
         if full:                                                            # [N, B] live row of each slot
             slot_row = torch.arange(active * beam, device=device).view(active, beam)
         else:
-            slot_row = slot_rows(row_slot, active * beam).view(active, beam)
+            slot_row = slot_rows(self.row_slot, active * beam).view(active, beam)
         origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
         is_eos = top.tokens == eos
         done = None
         usual = not bool((is_eos | (top.scores == NEG_INF)).any())
         if usual:
             # the usual step: all N*B candidates live on, nothing finishes
-            if need_backoff:
-                backoff.offer(candidate_grid(eos_candidates[:, None], row_slot, active, beam), slot_row, history)
+            if self.need_backoff:
+                self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
+                                   self.history)
             index, tokens, scores = origin_row.view(-1), top.tokens.view(-1), top.scores.view(-1)
             new_slot = torch.arange(active * beam, device=device)
         else:
@@ -134,45 +189,49 @@ def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths:
             if bool(done_eos.any()):
                 where = done_eos.nonzero().tolist()
                 rows = origin_row[done_eos]
-                prefixes = history.index_select(0, rows).tolist()
+                prefixes = self.history.index_select(0, rows).tolist()
                 for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
-                    finished[sentence[s]].add(score, tuple(prefix))
-                count += done_eos.sum(dim=1)
-                if need_backoff:
+                    self.finished[self.sentence[s]].add(score, tuple(prefix))
+                self.count += done_eos.sum(dim=1)
+                if self.need_backoff:
                     eos_candidates.index_fill_(0, rows, NEG_INF)            # these EOS candidates survived
-            if need_backoff:  # (only a sentence whose F_s stays empty ever reads its stack)
-                backoff.offer(candidate_grid(eos_candidates[:, None], row_slot, active, beam), slot_row, history)
-                need_backoff = bool((count == 0).any())
-            done = (count >= beam) | ~live.any(dim=1)                       # [N]
+            if self.need_backoff:  # (only a sentence whose F_s stays empty ever reads its stack)
+                self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
+                                   self.history)
+                self.need_backoff = bool((self.count == 0).any())
+            done = (self.count >= beam) | ~live.any(dim=1)                  # [N]
             go_on = live & ~done[:, None]
             new_slot = go_on.view(-1).nonzero().squeeze(1)                  # [R'] ascending
             index = origin_row.view(-1).index_select(0, new_slot)
             tokens = top.tokens.view(-1).index_select(0, new_slot)
             scores = top.scores.view(-1).index_select(0, new_slot)
-        history = torch.cat([history.index_select(0, index), tokens[:, None]], dim=1)
+        self.scores = scores
+        self.history = torch.cat([self.history.index_select(0, index), tokens[:, None]], dim=1)
         # full before and after, in the same sentence blocks: the rows' sources are unchanged
-        state = model.reorder(state, index, same_sources=full and usual)
+        self.state = model.reorder(self.state, index, same_sources=full and usual)
         hook.reorder(index)
         hook.advance(tokens)
-        prev = tokens
+        self.prev = tokens
+        ended: list[tuple[int, list[Hypothesis]]] = []
         if done is not None and bool(done.any()):
             done_list = done.tolist()
             for s, is_done in enumerate(done_list):
                 if is_done:
-                    results[sentence[s]] = _choose(finished[sentence[s]], backoff, s, settings)
+                    ended.append((self.sentence[s], _choose(self.finished[self.sentence[s]], self.backoff, s,
+                                                            settings)))
             keep = (~done).nonzero().squeeze(1)
             renumber = torch.cumsum(~done, dim=0) - 1
             new_slot = renumber[new_slot // beam] * beam + new_slot % beam
-            sentence = [sentence[s] for s, is_done in enumerate(done_list) if not is_done]
-            limits, count = limits.index_select(0, keep), count.index_select(0, keep)
-            backoff.select(keep)
-            if sentence:
+            self.sentence = [self.sentence[s] for s, is_done in enumerate(done_list) if not is_done]
+            self.limits, self.count = self.limits.index_select(0, keep), self.count.index_select(0, keep)
+            self.backoff.select(keep)
+            if self.sentence:
                 hook.select_sentences(keep)
-                first_limit = int(limits.min())
-                need_backoff = need_backoff and bool((count == 0).any())
-        row_slot = new_slot
-        t += 1
-    return results
+                self.first_limit = int(self.limits.min())
+                self.need_backoff = self.need_backoff and bool((self.count == 0).any())
+        self.row_slot = new_slot
+        self.t += 1
+        return ended
 
 
 def _choose(finished: FinishedSet, backoff: BackoffStack, position: int,

@@ -89,6 +89,16 @@ class BackoffStack:
         self.lengths = lengths.gather(1, pick)
         self.scores = merged
 
+    def merge(self, other: "BackoffStack") -> None:
+        """Append the sentences of another stack (same K); prefixes are padded to the larger capacity."""
+        capacity = max(self.capacity, other.capacity)
+        pad = [t if t.shape[2] == capacity else torch.cat([t, t.new_zeros(t.shape[0], t.shape[1], capacity -
+                                                                           t.shape[2])], dim=2)
+               for t in (self.tokens, other.tokens)]
+        self.tokens, self.capacity = torch.cat(pad), capacity
+        self.scores = torch.cat([self.scores, other.scores])
+        self.lengths = torch.cat([self.lengths, other.lengths])
+
     def select(self, keep: Tensor) -> None:
         """Keep the sentences `keep` [N'] only."""
         self.scores = self.scores.index_select(0, keep)

@@ -13,6 +13,8 @@ The contract, per time step t of one sentence batch, with R live hypotheses ("ro
     hook.select_sentences(keep)                       keep [N'] int64, ascending: the sentences (positions in the
                                                       batch's current order) still decoding; called only on steps
                                                       where some sentence finished, after reorder and advance
+    hook.merge(other)                                 streaming refill: another batch's hook at the same step; its
+                                                      rows and sentences follow this hook's
 
 A hook owns its per-hypothesis state (e.g. L-matrix row ids [R]) and keeps it aligned with the rows through
 `reorder` and `advance`; `reorder` may repeat rows and never includes rows of a sentence that has just finished.
@@ -63,6 +65,9 @@ class ScoreHook:
     def select_sentences(self, keep: Tensor) -> None:
         """Only the sentences `keep` [N'] (ascending positions among the current N) go on; renumber them 0..N'-1."""
 
+    def merge(self, other: "ScoreHook") -> None:
+        """Append the rows and sentences of `other` (a hook of the same kind, at the same step) after this one's."""
+
 
 HookFactory = Callable[[Sequence[int], torch.device], ScoreHook]
 
@@ -95,6 +100,10 @@ class ChainHook(ScoreHook):
         for hook in self.hooks:
             hook.select_sentences(keep)
 
+    def merge(self, other: ScoreHook) -> None:
+        for hook, theirs in zip(self.hooks, other.hooks):
+            hook.merge(theirs)
+
 
 class SentenceMaskHook(ScoreHook):
     """Constraints as a mask: `forbidden` [N, V] bool says, per sentence of the batch, which tokens never follow.
@@ -118,3 +127,7 @@ class SentenceMaskHook(ScoreHook):
         renumber[keep] = torch.arange(keep.numel(), device=keep.device)
         self.forbidden = self.forbidden.index_select(0, keep)
         self.row_sentence = renumber[self.row_sentence]
+
+    def merge(self, other: ScoreHook) -> None:
+        self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + self.forbidden.shape[0]])
+        self.forbidden = torch.cat([self.forbidden, other.forbidden])

@@ -36,6 +36,7 @@ class LmbrHook(ScoreHook):
     def __init__(self, batch: LMatrixBatch, bos_id: int) -> None:
         self.batch = batch
         self.rows = batch.initial_rows(bos_id)  # [R]: one per sentence at the start
+        self.active = list(range(batch.num_sentences))  # the batch sentence of each sentence still decoding
         self._buffer: Tensor | None = None
 
     def scores(self, log_probs: Tensor, t: int) -> Tensor:
@@ -50,6 +51,26 @@ class LmbrHook(ScoreHook):
 
     def advance(self, tokens: Tensor) -> None:
         self.rows = self.batch.next_rows(self.rows, tokens)
+
+    def select_sentences(self, keep: Tensor) -> None:
+        self.active = [self.active[k] for k in keep.tolist()]  # row ids stay valid: they are batch-global
+
+    def merge(self, other: ScoreHook) -> None:
+        """One LMatrixBatch of both hooks' active sentences (finished ones are dropped); row ids remapped."""
+        old = (self, other)
+        merged = LMatrixBatch([h.batch.matrices[i] for h in old for i in h.active], self.batch.device,
+                              self.batch.base.dtype)
+        parts, first = [], 0
+        for hook in old:
+            new_index = torch.full((hook.batch.num_sentences,), -1, dtype=torch.long, device=merged.device)
+            new_index[torch.tensor(hook.active, dtype=torch.long, device=merged.device)] = torch.arange(
+                first, first + len(hook.active), device=merged.device)
+            sentence = hook.batch.row_sentence[hook.rows]
+            within = hook.rows - hook.batch.row_offsets[sentence]
+            parts.append(merged.row_offsets[new_index[sentence]] + within)
+            first += len(hook.active)
+        self.batch, self.rows = merged, torch.cat(parts)
+        self.active = list(range(first))
 
 
 def lmbr_hook_factory(store: MatrixSource, bos_id: int, sentence_ids: Sequence[int] | None = None,

@@ -115,10 +115,12 @@ def _subwords(line: str, source: TextProcessor | None) -> tuple[list[str], int]:
 
 def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings, target: TextProcessor,
                     source: TextProcessor | None = None, batch_sentences: int = 1, sort: bool = True,
-                    hook_factory: HookFactory | None = None) -> Translation:
+                    hook_factory: HookFactory | None = None, streaming: bool = False,
+                    refill: float = 1 / 6) -> Translation:
     """Translate raw lines (or BPE lines when `source` is None); stats hold the timings (see the module docstring).
 
-    `hook_factory` gets the indices of the input lines of a batch (empty lines are never decoded).
+    `hook_factory` gets the indices of the input lines of a batch (empty lines are never decoded); `streaming` and
+    `refill`: see pipeline/decode/batching.py.
     """
     device = models.device
     started = time.perf_counter()
@@ -136,7 +138,8 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
     factory = None
     if hook_factory is not None:
         factory = lambda batch, dev: hook_factory([decoded_lines[i] for i in batch], dev)  # noqa: E731
-    results = decode_sources(models.ensemble, sources, settings, batch_sentences, sort, device, factory)
+    results = decode_sources(models.ensemble, sources, settings, batch_sentences, sort, device, factory,
+                             streaming=streaming, refill=refill)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     decoded = time.perf_counter()
@@ -159,6 +162,7 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
                     "postprocess": round(finished - decoded, 3)},
         "device": str(device), "threads": torch.get_num_threads(), "models": len(models.ensemble),
         "beam": settings.beam, "batch_sentences": batch_sentences, "sort": sort, "nbest": settings.nbest,
+        "streaming": streaming, "refill": refill if streaming else None,
         "threshold": settings.threshold, "length_penalty": settings.length_penalty,
         "max_length_a": settings.max_length_a, "max_length_b": settings.max_length_b,
         "backoff_sentences": sum(1 for hyps in nbest if hyps and hyps[0].backoff),

@@ -81,7 +81,7 @@ class GruModel(NMTModel):
         mean = (memory * mask[:, :, None]).sum(1) / src_lengths.to(memory)[:, None]
         hidden = torch.tanh(self.init_state(mean))
         return DecoderState({"memory": memory, "keys": self.att_keys(memory), "mask": mask, "hidden": hidden}, 0,
-                            frozenset({"memory", "keys", "mask"}))
+                            {"memory": 1, "keys": 1, "mask": 1})
 
     def _attend(self, hidden: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """hidden [B, H] -> context [B, 2H] over memory [B, S, 2H] with keys [B, S, A]."""

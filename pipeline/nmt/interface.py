@@ -15,9 +15,11 @@ target vocabulary. Every tensor of a :class:`DecoderState` has the batch on its 
 tokens consumed), as batched beam search needs.
 
 Tensors that depend only on a row's source sentence (encoder memory, attention keys, masks) are named in
-``DecoderState.per_source``. In beam search most steps reshuffle hypotheses *within* each sentence's block of rows,
-so the row -> source map is unchanged; the decoder then says ``same_sources=True`` and those tensors are not copied
-(Devlin 2017: keep the source side out of the per-step work). A model may ignore the flag.
+``DecoderState.per_source``, with the axis of their source positions. In beam search most steps reshuffle
+hypotheses *within* each sentence's block of rows, so the row -> source map is unchanged; the decoder then says
+``same_sources=True`` and those tensors are not copied (Devlin 2017: keep the source side out of the per-step work).
+A model may ignore the flag. ``DecoderState.concat`` joins the states of two batches at the same time index (the
+streaming decoder's refill), padding the source axes to the longer source.
 
 :class:`Ensemble` implements the same contract over several models: it averages their log-probabilities per step
 (a log-linear combination with equal weights) and holds their states side by side in one DecoderState.
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -36,12 +38,13 @@ from torch import Tensor, nn
 class DecoderState:
     """Per-row decoder state: named tensors, each [B, ...], and the number of target tokens consumed so far.
 
-    per_source names the tensors whose row depends only on the row's source sentence.
+    per_source: the tensors whose row depends only on the row's source sentence -> the axis of their source
+    positions (padding beyond a sentence's length must be masked by the model, e.g. a False in a mask).
     """
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     time: int = 0
-    per_source: frozenset[str] = frozenset()
+    per_source: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -52,9 +55,35 @@ class DecoderState:
 
         same_sources: new row i has the source of old row i (so B' == B), and the per_source tensors are kept as is.
         """
-        keep = self.per_source if same_sources else frozenset()
+        keep = self.per_source if same_sources else {}
         return DecoderState({k: v if k in keep else v.index_select(0, index) for k, v in self.tensors.items()},
                             self.time, self.per_source)
+
+    @staticmethod
+    def concat(states: Sequence["DecoderState"]) -> "DecoderState":
+        """The rows of several states one after the other; all at one time index, with the same tensors. Source
+        axes are padded with zeros (False for masks) to the longest source."""
+        first = states[0]
+        if any(s.time != first.time or s.tensors.keys() != first.tensors.keys() for s in states):
+            raise ValueError("only states at the same time index with the same tensors can be joined")
+        joined = {}
+        for name in first.tensors:
+            parts = [s.tensors[name] for s in states]
+            axis = first.per_source.get(name)
+            if axis is not None:
+                longest = max(p.shape[axis] for p in parts)
+                parts = [_pad_axis(p, axis, longest) for p in parts]
+            joined[name] = torch.cat(parts, dim=0)
+        return DecoderState(joined, first.time, first.per_source)
+
+
+def _pad_axis(tensor: Tensor, axis: int, size: int) -> Tensor:
+    missing = size - tensor.shape[axis]
+    if not missing:
+        return tensor
+    shape = list(tensor.shape)
+    shape[axis] = missing
+    return torch.cat([tensor, tensor.new_zeros(shape)], dim=axis)
 
 
 class StepModel(Protocol):
@@ -165,13 +194,13 @@ class Ensemble:
     @staticmethod
     def _join(states: Sequence[DecoderState]) -> DecoderState:
         tensors = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.tensors.items()}
-        per_source = frozenset(f"{i}.{k}" for i, s in enumerate(states) for k in s.per_source)
+        per_source = {f"{i}.{k}": axis for i, s in enumerate(states) for k, axis in s.per_source.items()}
         return DecoderState(tensors, states[0].time, per_source)
 
     def _member(self, state: DecoderState, i: int) -> DecoderState:
         prefix = f"{i}."
         tensors = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
-        per_source = frozenset(k[len(prefix):] for k in state.per_source if k.startswith(prefix))
+        per_source = {k[len(prefix):]: axis for k, axis in state.per_source.items() if k.startswith(prefix)}
         return DecoderState(tensors, state.time, per_source)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:

@@ -190,7 +190,7 @@ class TransformerModel(NMTModel):
             tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
             empty = memory.new_zeros(src.shape[0], self.config.heads, 0, self.config.model_size // self.config.heads)
             tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
-        return DecoderState(tensors, 0, frozenset(k for k in tensors if not k.startswith("self_")))
+        return DecoderState(tensors, 0, {k: 1 if k == "src_mask" else 2 for k in tensors if not k.startswith("self_")})
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
         """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""

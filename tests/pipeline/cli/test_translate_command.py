@@ -113,6 +113,7 @@ def test_model_paths_resolve_to_checkpoints(setup, tmp_path):
 @pytest.mark.parametrize("extra, message", [
     (["--nbest", "5", "--beam", "2"], "nbest must be between 1 and the beam (2)"),
     (["--bpe-input"], "give --bpe-codes for raw input, or --bpe-input"),
+    (["--streaming", "--refill", "1.5"], "--refill must be in [0, 1), not 1.5"),
 ])
 def test_bad_options_are_clear_errors(setup, tmp_path, capsys, extra, message):
     args = extra + (["--bpe-codes", str(setup["codes"])] if "--bpe-input" in extra else [])
@@ -156,3 +157,14 @@ def test_lmbr_with_a_tiny_lambda_follows_each_sentences_one_path_lattice(setup, 
                                                               len(vocab) + 1, m.sentence) for m in matrices])
     assert translate(setup, tmp_path, "--lmbr", str(tmp_path / "L")) == 2
     assert "built for another vocabulary" in capsys.readouterr().err
+
+
+def test_streaming_gives_the_batched_output(setup, tmp_path):
+    lines = ("Der Mann sieht ein Haus.", "Mein Freund kauft das rote Auto heute.", "Ein Haus.", "",
+             "Der Lehrer sieht den alten Baum heute und morgen.")
+    outputs = []
+    for extra in ([], ["--streaming", "--refill", "0.5", "--no-sort"]):
+        assert translate(setup, tmp_path, "--batch-sentences", "2", "--timings", str(tmp_path / "t.json"), *extra,
+                         input_lines=lines, models=setup["models"]) == 0
+        outputs.append((tmp_path / "out.en").read_text(encoding="utf-8"))
+    assert outputs[0] == outputs[1] and json.loads((tmp_path / "t.json").read_text())["streaming"] is True

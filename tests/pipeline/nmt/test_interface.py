@@ -108,12 +108,12 @@ def test_decoder_state_select_repeats_rows():
 
 def test_same_sources_keeps_per_source_tensors_and_reorders_the_rest():
     memory = torch.arange(4).view(4, 1)
-    state = DecoderState({"memory": memory, "hidden": torch.arange(4) * 10}, 1, frozenset({"memory"}))
+    state = DecoderState({"memory": memory, "hidden": torch.arange(4) * 10}, 1, {"memory": 1})
     index = torch.tensor([1, 1, 3, 2])                       # rows 0-1 and 2-3 belong to one source each
     kept = state.select(index, same_sources=True)
     assert kept.tensors["memory"] is memory and kept.tensors["hidden"].tolist() == [10, 10, 30, 20]
     assert state.select(index).tensors["memory"].view(-1).tolist() == [1, 1, 3, 2]
-    assert kept.per_source == {"memory"}
+    assert kept.per_source == {"memory": 1}
 
 
 @pytest.mark.parametrize("architecture", ["gru", "transformer"])

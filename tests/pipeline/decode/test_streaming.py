@@ -1,0 +1,92 @@
+"""Streaming refill: the same outputs as plain sentence batching, whatever the pool size, refill point and order."""
+import random
+
+import pytest
+import torch
+
+from lattices.lmatrix import build_lmatrix
+from lattices.posteriors import ngram_posteriors
+from pipeline.decode import SearchSettings, decode_sources
+from pipeline.decode.beam_search import BeamBatch
+from pipeline.decode.hooks import SentenceMaskHook
+from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.nmt.interface import Ensemble
+from tests.pipeline.decode.helpers import BOS, PrefixModel
+from tests.pipeline.decode.test_beam_search import random_sources, tokens_of
+from tests.pipeline.decode.test_lmbr import THETA, Store, random_lattice
+from tests.pipeline.nmt.conftest import digit_vocab, make_model
+
+torch.set_num_threads(1)
+
+
+def scores_of(results):
+    return [h.score for hyps in results for h in hyps]
+
+
+@pytest.mark.parametrize("pool, refill, sort", [(1, 0.0, True), (3, 0.34, False), (4, 0.5, True), (5, 0.9, False),
+                                                (40, 1 / 6, True)])
+def test_streaming_equals_batching_on_a_prefix_model(pool, refill, sort):
+    model = PrefixModel(vocab=7, seed=4, eos_bias=-0.4)
+    rng = random.Random(pool)
+    sources = random_sources(23, seed=pool, longest=12)
+    settings = SearchSettings(beam=3, nbest=2, threshold=rng.choice([0.0, 0.05]), max_length_a=1.0,
+                              max_length_b=2)
+    plain = decode_sources(model, sources, settings, batch_sentences=1)
+    streamed = decode_sources(model, sources, settings, batch_sentences=pool, sort=sort, streaming=True,
+                              refill=refill)
+    assert tokens_of(streamed) == tokens_of(plain)
+    assert scores_of(streamed) == pytest.approx(scores_of(plain), abs=1e-5)
+
+
+@pytest.mark.parametrize("architecture", ["gru", "transformer"])
+def test_streaming_equals_batching_on_real_models_and_ensembles(architecture, monkeypatch):
+    merges = []
+    original = BeamBatch.merge
+    monkeypatch.setattr(BeamBatch, "merge", lambda self, other: (merges.append(other.active), original(self, other)))
+    vocab = digit_vocab()
+    model = make_model(architecture, vocab, seed=3).eval()
+    sources = random_sources(17, seed=12, longest=11)  # varied source lengths: padding is merged on refills
+    settings = SearchSettings(beam=4, nbest=2, max_length_a=1.0, max_length_b=3)
+    for candidate in (model, Ensemble([model, make_model(architecture, vocab, seed=4).eval()])):
+        plain = decode_sources(candidate, sources, settings, batch_sentences=5)
+        streamed = decode_sources(candidate, sources, settings, batch_sentences=5, streaming=True, refill=0.4,
+                                  sort=False)
+        assert tokens_of(streamed) == tokens_of(plain)
+        assert scores_of(streamed) == pytest.approx(scores_of(plain), abs=1e-4)
+    assert len(merges) >= 4  # refilled batches caught up and joined the pool's query
+
+
+def test_streaming_with_lmbr_and_mask_hooks_equals_batching():
+    model = PrefixModel(vocab=6, seed=5, eos_bias=-0.3)
+    rng = random.Random(8)
+    sources = random_sources(15, seed=3, vocab=9, longest=10)
+    store = Store({i: build_lmatrix(ngram_posteriors(random_lattice(rng), 4, 1.0), THETA, 6, sentence=i)
+                   for i in range(15)})
+    lmbr = lmbr_hook_factory(store, BOS)
+    forbidden = torch.zeros(15, 6, dtype=torch.bool)
+    forbidden[::3, 4] = True  # every third sentence may not say token 4
+
+    def masked(indices, device):
+        return SentenceMaskHook(forbidden[torch.tensor(indices)])
+
+    settings = SearchSettings(beam=3, nbest=3, weight=0.5, max_length_a=0.5, max_length_b=3)
+    for factory in (lmbr, masked):
+        plain = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=factory)
+        streamed = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=factory,
+                                  streaming=True, refill=0.5)
+        assert tokens_of(streamed) == tokens_of(plain)
+        assert scores_of(streamed) == pytest.approx(scores_of(plain), abs=1e-5)
+    assert all(4 not in h.tokens for hyps in decode_sources(model, sources, settings, 4, hook_factory=masked,
+                                                            streaming=True)[::3] for h in hyps)
+
+
+def test_streaming_reports_progress_and_refuses_a_bad_refill():
+    model = PrefixModel(vocab=6, seed=1)
+    sources = random_sources(9, seed=2)
+    seen = []
+    decode_sources(model, sources, SearchSettings(beam=2), batch_sentences=3, streaming=True,
+                   on_batch=seen.extend)
+    assert sorted(seen) == list(range(9))
+    with pytest.raises(ValueError, match="refill must be in"):
+        decode_sources(model, sources, SearchSettings(beam=2), batch_sentences=3, streaming=True, refill=1.0)
+    assert decode_sources(model, [], SearchSettings(beam=2), streaming=True) == []
