@@ -231,6 +231,8 @@ class DecodeProfile:
     max_length_b: int
     streaming: bool = False  # streaming refill (ALGORITHMS.md section 6) instead of fixed sentence batches
     refill: float = 1 / 6  # streaming: refill the pool when the sentences decoding drop to refill x batch_sentences
+    int8: bool = False  # CPU: dynamic int8 quantisation of the linear layers (pipeline/nmt/speedups.py)
+    precompute_embeddings: bool = False  # CPU, GRU: per-token tables for the embedding products of a step
 
     def problems(self) -> list[tuple[str, str]]:
         """(key below 'decode.', what is wrong) for every value that is out of range."""

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 import torch
 
 from pipeline.decode.beam_search import SearchSettings
-from pipeline.decode.translate import LoadedModels, translate_lines
+from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.io import read_lines, write_lines
-from pipeline.nmt.system import load_system, system_members
+from pipeline.nmt.speedups import CpuSpeedups
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
@@ -67,8 +67,8 @@ class DecodeNMT(SplitTask):
         device = default_device()
         begin = time.perf_counter()
         system_file = inputs["system"].artifact_dir() / "system.json"
-        ensemble, src_vocab, tgt_vocab = load_system(system_file, device)
-        models = LoadedModels(ensemble, src_vocab, tgt_vocab, system_members(system_file), device)
+        speedups = CpuSpeedups(decode.int8, decode.precompute_embeddings) if device.type == "cpu" else CpuSpeedups()
+        models = load_models([system_file], device, speedups)
         loaded = time.perf_counter()
         lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")

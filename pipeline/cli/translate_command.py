@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length-b", type=int, help="see --max-length-a")
     p.add_argument("--lmbr", help="LMBR decoding with the L matrices of this BuildLMatrix folder (or shard file)")
     p.add_argument("--lmbr-lambda", type=float, default=0.5, help="lambda, the scale of log P_NMT with --lmbr")
+    p.add_argument("--int8", action=argparse.BooleanOptionalAction, default=None,
+                   help="CPU: dynamic int8 quantisation of the linear layers (default: the profile's)")
+    p.add_argument("--precompute-embeddings", action=argparse.BooleanOptionalAction, default=None,
+                   help="CPU, GRU: per-token tables for the embedding products of a step (default: the profile's)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
@@ -120,7 +124,12 @@ def run(args: argparse.Namespace) -> int:
     source = None if args.bpe_input else _processor(task, task.source, args.truecaser_dir, args.bpe_codes)
     target = _processor(task, task.target, args.truecaser_dir, None)
     lines = _stdin_lines() if args.input == "-" else list(read_lines(Path(args.input)))
-    models = load_models([Path(m) for m in args.models], device)
+    from pipeline.nmt.speedups import CpuSpeedups
+
+    speedups = CpuSpeedups(int8=decode.int8 if args.int8 is None else args.int8,
+                           precompute_embeddings=decode.precompute_embeddings if args.precompute_embeddings is None
+                           else args.precompute_embeddings)
+    models = load_models([Path(m) for m in args.models], device, speedups)
     hook_factory = None
     if args.lmbr:
         from lattices.lmatrix import LMatrixStore
@@ -142,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     if args.bpe_output:
         _write(args.bpe_output, format_nbest(result, bpe=True) if nbest else result.bpe)
     stats = {**result.stats, "model_files": [str(m) for m in models.members], "task": task.name,
-             "lmbr": {"matrices": args.lmbr, "lambda": args.lmbr_lambda} if args.lmbr else None}
+             "lmbr": {"matrices": args.lmbr, "lambda": args.lmbr_lambda} if args.lmbr else None,
+             "speedups": speedups.names()}
     if args.timings:
         write_json(Path(args.timings), stats)
     print(f"lmbr translate: {stats['sentences']} sentences, {stats['source_words']} source words in "

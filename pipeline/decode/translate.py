@@ -26,6 +26,7 @@ from pipeline.decode.hooks import HookFactory
 from pipeline.nmt.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_vocabularies,
                                      model_from_checkpoint)
 from pipeline.nmt.interface import Ensemble
+from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
 from pipeline.nmt.system import system_members
 from pipeline.text import TextProcessor
 from pipeline.text.bpe import merge_bpe
@@ -65,9 +66,15 @@ def model_files(path: Path) -> list[Path]:
     raise CheckpointError(f"{path}: no such model file or folder")
 
 
-def load_models(paths: Sequence[Path], device: str | torch.device = "cpu") -> LoadedModels:
-    """Every model that `paths` name (see :func:`model_files`), as one Ensemble; all must share the vocabularies."""
+def load_models(paths: Sequence[Path], device: str | torch.device = "cpu",
+                speedups: CpuSpeedups = CpuSpeedups()) -> LoadedModels:
+    """Every model that `paths` name (see :func:`model_files`), as one Ensemble; all must share the vocabularies.
+
+    `speedups`: CPU decoding speed-ups (pipeline/nmt/speedups.py) applied to every member; CPU only.
+    """
     device = torch.device(device)
+    if speedups.names() and device.type != "cpu":
+        raise CheckpointError(f"the CPU speed-ups {', '.join(speedups.names())} need device cpu, not {device}")
     members = [m for p in paths for m in model_files(Path(p))]
     if not members:
         raise CheckpointError("no model given")
@@ -78,7 +85,7 @@ def load_models(paths: Sequence[Path], device: str | torch.device = "cpu") -> Lo
         if vocabs is not None and (pair[0].tokens, pair[1].tokens) != (vocabs[0].tokens, vocabs[1].tokens):
             raise CheckpointError(f"{member}: its vocabularies differ from those of {members[0]}")
         vocabs = vocabs or pair
-        models.append(model_from_checkpoint(ckpt, device))
+        models.append(apply_speedups(model_from_checkpoint(ckpt, device), speedups))
     return LoadedModels(Ensemble(models), vocabs[0], vocabs[1], members, device)
 
 

@@ -96,8 +96,43 @@ class GruModel(NMTModel):
         readout = torch.tanh(self.readout(torch.cat([hidden, context, embedded], dim=-1)))
         return hidden, readout
 
+    def precompute_embedding_projections(self) -> None:
+        """Decoding only (eval mode): fold the previous token's two embedding products into per-token tables
+        (pipeline/nmt/speedups.py). The GRU cell is then computed from its weights split by input:
+        gates_in = table[y] + W_c context, gates_h = W_hh s + b_hh (gate order r, z, n, as nn.GRUCell)."""
+        e, h = self.config.embed_size, self.config.hidden_size
+        with torch.no_grad():
+            embeddings = self.tgt_embed.weight                                         # [V, E]
+            w_ih, w_out = self.cell.weight_ih, self.readout.weight
+            self.register_buffer("cell_table", embeddings @ w_ih[:, :e].T + self.cell.bias_ih, persistent=False)
+            self.register_buffer("readout_table", embeddings @ w_out[:, 3 * h:].T + self.readout.bias,
+                                 persistent=False)
+            self.cell_context = nn.Linear(2 * h, 3 * h, bias=False)
+            self.cell_context.weight.copy_(w_ih[:, e:])
+            self.cell_hidden = nn.Linear(h, 3 * h)
+            self.cell_hidden.weight.copy_(self.cell.weight_hh)
+            self.cell_hidden.bias.copy_(self.cell.bias_hh)
+            self.readout_state = nn.Linear(3 * h, e, bias=False)
+            self.readout_state.weight.copy_(w_out[:, :3 * h])
+
+    def _advance_precomputed(self, state: dict[str, Tensor], prev_tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """_advance with the per-token tables of precompute_embedding_projections."""
+        context = self._attend(state["hidden"], state["memory"], state["keys"], state["mask"])
+        gates_in = self.cell_table[prev_tokens] + self.cell_context(context)
+        in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
+        h_r, h_z, h_n = self.cell_hidden(state["hidden"]).chunk(3, dim=-1)
+        reset, update = torch.sigmoid(in_r + h_r), torch.sigmoid(in_z + h_z)
+        candidate = torch.tanh(in_n + reset * h_n)
+        hidden = (1 - update) * candidate + update * state["hidden"]
+        readout = torch.tanh(self.readout_table[prev_tokens] + self.readout_state(torch.cat([hidden, context], -1)))
+        return hidden, readout
+
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""
+        if hasattr(self, "cell_table"):
+            hidden, readout = self._advance_precomputed(state.tensors, prev_tokens)
+            log_probs = torch.log_softmax(self.output(readout).float(), dim=-1)
+            return log_probs, DecoderState({**state.tensors, "hidden": hidden}, state.time + 1, state.per_source)
         hidden, readout = self._advance(state.tensors, self.dropout(self.tgt_embed(prev_tokens)))
         log_probs = torch.log_softmax(self.output(self.dropout(readout)).float(), dim=-1)
         return log_probs, DecoderState({**state.tensors, "hidden": hidden}, state.time + 1, state.per_source)

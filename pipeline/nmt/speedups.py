@@ -1,0 +1,45 @@
+"""CPU decoding speed-ups (Devlin 2017; ALGORITHMS.md section 7), each switchable, applied to a model in eval mode.
+
+- ``int8``: dynamic int8 quantisation of every nn.Linear and nn.GRUCell (weights int8, activations quantised per
+  call); outputs change within quantisation noise.
+- ``precompute_embeddings`` (GRU): the previous token enters the decoder step through two matrix products of its
+  embedding (the GRU cell's input weights, the deep output's weights). Both are computed once for the whole target
+  vocabulary, so a step gathers rows instead of multiplying: exact up to floating-point summation order.
+- pre-computed attention keys (U h_j once per sentence) are always on (GruModel.encode), and the source side of
+  the decoder state is never copied when the beam reshuffles within sentences (pipeline/nmt/interface.py).
+- threads: ``torch.set_num_threads`` (the `--threads` options).
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+__all__ = ["CpuSpeedups", "apply_speedups"]
+
+
+@dataclass(frozen=True)
+class CpuSpeedups:
+    int8: bool = False
+    precompute_embeddings: bool = False
+
+    def names(self) -> list[str]:
+        return [name for name, on in (("int8", self.int8), ("precompute_embeddings", self.precompute_embeddings))
+                if on]
+
+
+def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:
+    """A copy of `model` with the chosen speed-ups (the model itself when none is chosen)."""
+    if not speedups.names():
+        return model
+    model = copy.deepcopy(model).eval()
+    if speedups.precompute_embeddings and hasattr(model, "precompute_embedding_projections"):
+        model.precompute_embedding_projections()
+    if speedups.int8:
+        with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (torchao is not installed)
+            warnings.simplefilter("ignore")
+            model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRUCell}, dtype=torch.qint8)
+    return model
