@@ -84,9 +84,19 @@ class DecodeNMT(SplitTask):
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
-        stats["timings"] = {"nmt_load": round(loaded - begin, 3), "nmt_decode": stats["timings"]["nmt_decode"],
-                            "postprocess": stats["timings"]["postprocess"]}
+        stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
+                            "nmt_decode": stats["timings"]["nmt_decode"], "postprocess": stats["timings"]["postprocess"]}
         return stats
+
+    def upstream_timings(self) -> dict[str, float]:
+        """LMBR: the split's phrase-based decoding and posteriors + L, the first two phases of the hybrid pipeline
+        (paper, Figure 1); wall seconds of their artifacts."""
+        if not self.lmbr:
+            return {}
+        lmatrix = self.requires()["lmatrix"]
+        pbmt = lmatrix.requires()["lattices"].signature()["stats"]["timings"]
+        return {"pbmt_decode": pbmt["pbmt_decode"],
+                "posteriors_and_l": lmatrix.signature()["stats"]["timings"]["posteriors_and_l"]}
 
 
 class DecodeFNMT(DecodeNMT):

@@ -69,5 +69,6 @@ class EvaluateSystem(SplitTask):
         hypotheses = list(read_lines(translation.artifact_dir() / f"translation.{target}"))
         references = list(read_lines(self.requires()["raw"].artifact_dir() / f"raw.{target}.gz"))
         bleu = corpus_bleu(hypotheses, references, target)
-        return {"bleu": bleu.to_dict(), "lines": len(references),
-                "timings": translation.signature()["stats"].get("timings", {})}
+        stats = translation.signature()["stats"]
+        return {"bleu": bleu.to_dict(), "lines": len(references), "timings": stats.get("timings", {}),
+                "source_words": stats.get("source_words")}

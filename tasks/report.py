@@ -87,5 +87,6 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             records.append(Record(task=self.task_name, system=system, eval_set=self.eval_split(),
                                   bleu=bleu["score"], precisions=bleu["precisions"],
                                   signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
-                                  timings=signature["stats"].get("timings", {"seconds": signature["seconds"]})))
+                                  timings=signature["stats"].get("timings", {"seconds": signature["seconds"]}),
+                                  source_words=signature["stats"].get("source_words")))
         return records

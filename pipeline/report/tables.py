@@ -1,4 +1,4 @@
-"""Table 1 (BLEU of each system on each task), the data/LM summary, and results.json."""
+"""Table 1 (BLEU of each system on each task), the data/LM summary, Figure 1 (time breakdown) and results.json."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from pipeline.io import write_json, write_text
 from pipeline.report import render
+from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class Record:
     precisions: list[float]
     signature: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
+    source_words: int | None = None
 
 
 def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str]) -> tuple[list[str], list[list]]:
@@ -66,6 +68,15 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
     for name, text in files.items():
         write_text(out / name, text)
         paths.append(out / name)
+    breakdown = time_breakdown(records)
+    if breakdown:
+        header, rows = breakdown_table(breakdown)
+        title = f"Figure 1: time breakdown (seconds) on the {eval_set} sets, profile {profile}"
+        for name, text in (("figure1.md", render.markdown(header, rows, title)),
+                           ("figure1.csv", render.csv_text(header, rows))):
+            write_text(out / name, text)
+            paths.append(out / name)
+        paths.append(plot_time_breakdown(breakdown, out / "figure1.png", title))
     write_json(out / "results.json", [asdict(r) for r in records])
     paths.append(out / "results.json")
     return paths

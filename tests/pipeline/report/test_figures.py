@@ -1,0 +1,39 @@
+"""Figure 1: the time breakdown of the NMT systems from the evaluation records."""
+import pytest
+
+from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
+from pipeline.report.tables import Record, write_report
+
+
+def record(system, timings, words=600):
+    return Record(task="ger-eng", system=system, eval_set="newstest2016", bleu=20.0, precisions=[50, 25, 12, 6],
+                  signature={}, timings=timings, source_words=words)
+
+
+RECORDS = [
+    record("PBMT", {"pbmt_decode": 30.0}),
+    record("FNMT", {"nmt_load": 1.0, "nmt_decode": 20.0, "postprocess": 0.5}),
+    record("LNMT", {"pbmt_decode": 30.0, "posteriors_and_l": 3.0, "nmt_load": 1.0, "nmt_decode": 22.0}),
+]
+
+
+def test_breakdown_sums_the_pipeline_phases_and_gives_end_to_end_speed():
+    rows = time_breakdown(RECORDS)
+    assert [r["system"] for r in rows] == ["FNMT", "LNMT"]  # PBMT has no neural phase
+    fnmt, lnmt = rows
+    assert fnmt["total"] == 20.0 and fnmt["wpm"] == pytest.approx(60 * 600 / 20.0)
+    assert lnmt["total"] == 55.0 and lnmt["wpm"] == pytest.approx(60 * 600 / 55.0, abs=0.1)
+    header, table = breakdown_table(rows)
+    assert header[2:5] == ["phrase-based decoding", "posteriors + L", "neural decoding"]
+    assert table[1][2:5] == [30.0, 3.0, 22.0]
+
+
+def test_the_report_writes_figure1_only_when_an_nmt_system_has_timings(tmp_path):
+    paths = write_report(tmp_path / "a", RECORDS, ["ger-eng"], ["PBMT", "FNMT", "LNMT"], [], "tiny", "devtest")
+    names = {p.name for p in paths}
+    assert {"figure1.md", "figure1.csv", "figure1.png"} <= names
+    assert (tmp_path / "a" / "figure1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "posteriors + L" in (tmp_path / "a" / "figure1.md").read_text()
+    paths = write_report(tmp_path / "b", RECORDS[:1], ["ger-eng"], ["PBMT"], [], "tiny", "devtest")
+    assert not any(p.name.startswith("figure1") for p in paths)
+    assert plot_time_breakdown(time_breakdown(RECORDS), tmp_path / "c.png", "t").stat().st_size > 1000
