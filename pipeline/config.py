@@ -259,6 +259,27 @@ class LmbrProfile:
 
 
 @dataclass(frozen=True)
+class VariantProfile:
+    """A system variant of Table 2 (paper, section 4.3): settings that override the profile's for one decoding."""
+
+    description: str
+    beam: int  # NMT beam
+    threshold: float  # NMT early pruning (0: off)
+    single_model: bool  # FNMT: the first seed's model instead of the ensemble
+    lmbr_nbest: int  # LMBR evidence space: 0 = the full lattice, K = the K best strings
+    pbmt_stack_limit: int  # PBMT stack limit of the lattices (0: the profile's)
+    pbmt_distortion_limit: int  # PBMT distortion limit (0: the profile's)
+
+    def problems(self) -> list[tuple[str, str]]:
+        checks = [("beam", self.beam >= 1, "must be at least 1"),
+                  ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
+                  ("lmbr_nbest", self.lmbr_nbest >= 0, "must not be negative"),
+                  ("pbmt_stack_limit", self.pbmt_stack_limit >= 0, "must not be negative"),
+                  ("pbmt_distortion_limit", self.pbmt_distortion_limit >= 0, "must not be negative")]
+        return [(key, problem) for key, ok, problem in checks if not ok]
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -270,7 +291,14 @@ class Profile:
     nmt: NmtProfile
     decode: DecodeProfile
     lmbr: LmbrProfile
+    variants: dict[str, VariantProfile] = field(default_factory=dict)  # Table 2: research, accelerated
     path: Path = Path()
+
+    def variant(self, name: str) -> VariantProfile:
+        """The named variant (ConfigError naming the profile file when there is none)."""
+        if name not in self.variants:
+            raise ConfigError(f"{self.path}: no [variants.{name}] (known: {', '.join(self.variants) or 'none'})")
+        return self.variants[name]
 
 
 def available(kind: str, config_dir: Path = CONFIG_DIR) -> list[str]:
@@ -308,6 +336,9 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
         raise ConfigError(f"{path}: key 'nmt.{key}' {problem}")
     for key, problem in profile.decode.problems():
         raise ConfigError(f"{path}: key 'decode.{key}' {problem}")
+    for name, variant in profile.variants.items():
+        for key, problem in variant.problems():
+            raise ConfigError(f"{path}: key 'variants.{name}.{key}' {problem}")
     lmbr = profile.lmbr
     for key, ok, problem in (("order", 1 <= lmbr.order <= 4, "must be between 1 and 4"),
                              ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),

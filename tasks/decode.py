@@ -15,14 +15,16 @@ from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.io import read_lines, write_lines
 from pipeline.nmt.speedups import CpuSpeedups
+from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
-from tasks.data import ApplyBPE, SplitTask, TrainTruecaser, load_truecaser
+from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
 from tasks.nmt import NMTSystem
+from tasks.systems import VariantTask
 
 
-class DecodeNMT(SplitTask):
+class DecodeNMT(VariantTask):
     """An NMT system's translation of a split: translation.<target> (detokenized, one line per source line; an
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 
@@ -32,7 +34,7 @@ class DecodeNMT(SplitTask):
     lmbr: ClassVar[bool] = False    # add the split's L matrices (BuildLMatrix) at every step
 
     def label(self) -> str:
-        return f"{self.system}-{self.split}"
+        return f"{self.system}-{super().label()}"
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {"system": self.clone(NMTSystem, system=self.models), "subwords": self.clone(ApplyBPE),
@@ -48,7 +50,14 @@ class DecodeNMT(SplitTask):
                   "decode": dataclasses.asdict(self.profile_config.decode)}
         if self.lmbr:
             params["nmt_lambda"] = self.profile_config.lmbr.nmt_lambda
-        return params
+        variant = self.variant_config()
+        return {**params, **self.variant_params(**({"beam": variant.beam, "threshold": variant.threshold,
+                                                    "single_model": variant.single_model} if variant else {}))}
+
+    def search(self) -> tuple[int, float]:
+        """(beam, early-pruning threshold): the variant's, else the profile's."""
+        variant, decode = self.variant_config(), self.profile_config.decode
+        return (variant.beam, variant.threshold) if variant else (decode.beam, decode.threshold)
 
     def hook_factory(self, models: LoadedModels):
         """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i)."""
@@ -68,13 +77,16 @@ class DecodeNMT(SplitTask):
         begin = time.perf_counter()
         system_file = inputs["system"].artifact_dir() / "system.json"
         speedups = CpuSpeedups(decode.int8, decode.precompute_embeddings) if device.type == "cpu" else CpuSpeedups()
-        models = load_models([system_file], device, speedups)
+        variant = self.variant_config()
+        members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
+        models = load_models(members, device, speedups)
         loaded = time.perf_counter()
         lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
-        settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
+        beam, threshold = self.search()
+        settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=self.profile_config.lmbr.nmt_lambda if self.lmbr else 1.0)
         result = translate_lines(lines, models, settings, processor, source=None,

@@ -11,7 +11,7 @@ from pipeline.io import read_lines, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, SplitTask, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
-from tasks.systems import translation_task
+from tasks.systems import VariantTask, translation_task
 
 
 class RoundTripBLEU(SplitTask):
@@ -48,20 +48,20 @@ class RoundTripBLEU(SplitTask):
         return {"bleu": bleu.to_dict(), "lines": len(references), "differing_lines": differing}
 
 
-class EvaluateSystem(SplitTask):
+class EvaluateSystem(VariantTask):
     """Cased BLEU of one system's translation of a split against the raw reference."""
 
     stage = "bleu"
     system = luigi.Parameter(description="PBMT, FNMT, LNMT, TNMT or LTNMT")
 
     def label(self) -> str:
-        return f"{self.system}-{self.split}"
+        return f"{self.system}-{super().label()}"
 
     def requires(self) -> dict[str, PipelineTask]:
         return {"translation": self.clone(translation_task(self.system)), "raw": self.clone(TokenizeSplit)}
 
     def params(self) -> dict[str, Any]:
-        return {"system": self.system, "split": self.split}
+        return {"system": self.system, "split": self.split, **self.variant_params()}
 
     def build(self, out: Path) -> dict[str, Any]:
         target = self.config.target

@@ -8,12 +8,13 @@ from typing import Any
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
 from tasks.base import PipelineTask
-from tasks.data import BuildVocab, LearnBPE, SplitTask
+from tasks.data import BuildVocab, LearnBPE
 from tasks.evaluate import EvaluateSystem
 from tasks.smt import DecodePBMT
+from tasks.systems import VariantTask
 
 
-class BuildLMatrix(SplitTask):
+class BuildLMatrix(VariantTask):
     """Posteriors (orders 1-4) and L per sentence, in NMT target units, sharded over `processes` workers.
 
     Theta comes from the PBMT's BLEU precisions on the task's tuning set (ALGORITHMS.md section 3).
@@ -31,7 +32,16 @@ class BuildLMatrix(SplitTask):
 
     def params(self) -> dict[str, Any]:
         lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k != "nmt_lambda"}  # decoding's
-        return {"split": self.split, **lmbr}
+        # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
+        return {"split": self.split, **lmbr, "nbest": self.nbest()}
+
+    def label(self) -> str:
+        return self.split
+
+    def nbest(self) -> int:
+        """The evidence space: the variant's, else the profile's (0: the full lattice)."""
+        variant = self.variant_config()
+        return variant.lmbr_nbest if variant else self.profile_config.lmbr.nbest
 
     def theta(self) -> Theta:
         lmbr = self.profile_config.lmbr
@@ -47,7 +57,7 @@ class BuildLMatrix(SplitTask):
         shards = [paths[k::workers] for k in range(workers)]
         jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
                  inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), None, lmbr.semiring,
-                 lmbr.nbest, out / f"shard-{k}.npz", lmbr.order, lmbr.engine) for k, shard in enumerate(shards) if shard]
+                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine) for k, shard in enumerate(shards) if shard]
         if len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
                 results = list(pool.map(build_lmatrix_shard, *zip(*jobs)))

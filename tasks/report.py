@@ -31,6 +31,7 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
 
     eval_set = luigi.Parameter(default="devtest", description="devtest, test, tune or a split name")
     systems = luigi.ListParameter(default=(), description="systems to evaluate (PBMT, FNMT, ...)")
+    variants = luigi.ListParameter(default=(), description="Table 2: the NMT systems also decoded as these variants")
 
     def eval_split(self) -> str:
         return resolve_eval_split(self.config, self.eval_set)
@@ -45,7 +46,13 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             "eval": self.clone(TokenizeSplit, split=split),
             "roundtrip": self.clone(RoundTripBLEU, split=split),
             **{f"system:{s}": self.clone(EvaluateSystem, system=s, split=split) for s in self.systems},
+            **{f"variant:{v}:{s}": self.clone(EvaluateSystem, system=s, split=split, variant=v)
+               for v in self.variants for s in self.variant_systems()},
         }
+
+    def variant_systems(self) -> list[str]:
+        """The systems of Table 2: the NMT ones among those chosen."""
+        return [s for s in self.systems if s != "PBMT"]
 
     def output(self) -> list:
         return []
@@ -79,14 +86,17 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
 
     def records(self) -> list[Record]:
         """One record per evaluated system, then the round-trip ceiling."""
-        evaluations = [(s, self.requires()[f"system:{s}"].signature()) for s in self.systems]
-        evaluations.append(("ROUNDTRIP", self.requires()["roundtrip"].signature()))
+        required = self.requires()
+        evaluations = [(s, "", required[f"system:{s}"].signature()) for s in self.systems]
+        evaluations += [(s, v, required[f"variant:{v}:{s}"].signature())
+                        for v in self.variants for s in self.variant_systems()]
+        evaluations.append(("ROUNDTRIP", "", required["roundtrip"].signature()))
         records = []
-        for system, signature in evaluations:
+        for system, variant, signature in evaluations:
             bleu = signature["stats"]["bleu"]
             records.append(Record(task=self.task_name, system=system, eval_set=self.eval_split(),
                                   bleu=bleu["score"], precisions=bleu["precisions"],
                                   signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
                                   timings=signature["stats"].get("timings", {"seconds": signature["seconds"]}),
-                                  source_words=signature["stats"].get("source_words")))
+                                  source_words=signature["stats"].get("source_words"), variant=variant))
         return records

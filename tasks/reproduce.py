@@ -31,6 +31,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--systems", default="all",
                    help=f"comma-separated systems of {', '.join(PAPER_SYSTEMS)}, 'all', "
                         "or 'none' (data and LM only)")
+    p.add_argument("--table2-tasks", default="eng-ger",
+                   help="tasks whose NMT systems are also decoded as the profile's [variants] (Table 2: research vs "
+                        "accelerated; the paper's is eng-ger), 'all' or 'none'")
     p.add_argument("--eval-set", default="devtest",
                    help=f"evaluation set: {', '.join(EVAL_SET_ALIASES)} or a split name of the task configs")
     p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, ../shared/data)")
@@ -76,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir))
               if v is not None}
     profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
-    configs.load_profile(profile)
-    reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems), **shared) for t in tasks]
+    variants = tuple(configs.load_profile(profile).variants)
+    table2 = _choose(args.table2_tasks, tuple(configs.available("tasks")), tuple(tasks), "Table 2 task(s)")
+    reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems),
+                          variants=variants if t in table2 else (), **shared) for t in tasks]
 
     started = time.time()
     scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}

@@ -22,15 +22,20 @@ from pipeline.smt.weights import load_weights, save_weights
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import SplitTask, TrainTruecaser, TruecaseSplit, load_truecaser
+from tasks.systems import VariantTask
 from tasks.lm import TrainLM
 
 TABLE_TEXT, TABLE_FAST = "phrase-table.gz", "phrase-table.npz"
 
 
 def decoder_settings(task: PipelineTask) -> DecoderSettings:
+    """The profile's PBMT limits, or a Table 2 variant's where it sets them."""
     p = task.profile_config.pbmt
-    return DecoderSettings(stack_limit=p.stack_limit, beam_threshold=p.beam_threshold,
-                           distortion_limit=p.distortion_limit, options_per_phrase=p.options_per_phrase)
+    variant = task.variant_config() if hasattr(task, "variant_config") else None
+    stack = variant.pbmt_stack_limit if variant and variant.pbmt_stack_limit else p.stack_limit
+    distortion = variant.pbmt_distortion_limit if variant and variant.pbmt_distortion_limit else p.distortion_limit
+    return DecoderSettings(stack_limit=stack, beam_threshold=p.beam_threshold, distortion_limit=distortion,
+                           options_per_phrase=p.options_per_phrase)
 
 
 def split_words(folder: Path, lang: str, limit: int = 0) -> list[list[str]]:
@@ -148,7 +153,7 @@ class TunePBMT(PbmtModelTask):
                             "mert": round(time.perf_counter() - loaded, 3)}}
 
 
-class DecodePBMT(SplitTask, PbmtModelTask):
+class DecodePBMT(VariantTask, PbmtModelTask):
     """PBMT translation of a split: detokenized text, tokenized 1-best, n-best list and one lattice per sentence."""
 
     stage = "pbmt"
@@ -159,7 +164,11 @@ class DecodePBMT(SplitTask, PbmtModelTask):
 
     def params(self) -> dict[str, Any]:
         p = self.profile_config.pbmt
+        # the variant acts only through the decoder settings: a variant that keeps them shares the artifact
         return {"split": self.split, "decoder": asdict(decoder_settings(self)), "nbest": p.nbest, "alpha": p.alpha}
+
+    def label(self) -> str:
+        return self.split
 
     def build(self, out: Path) -> dict[str, Any]:
         source, target = self.config.source, self.config.target

@@ -6,6 +6,11 @@ here with one line each.
 """
 from __future__ import annotations
 
+from typing import Any
+
+import luigi
+
+from pipeline.config import VariantProfile
 from tasks.data import SplitTask
 
 PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
@@ -24,3 +29,19 @@ def translation_task(system: str) -> type[SplitTask]:
     if system not in tasks:
         raise KeyError(f"system {system} is not built in this version (built: {', '.join(tasks) or 'none yet'})")
     return tasks[system]
+
+
+class VariantTask(SplitTask):
+    """A split's stage that a Table 2 variant (the profile's [variants.<name>]) may change; "" = the profile's."""
+
+    variant = luigi.Parameter(default="", description="Table 2 variant: research, accelerated ('': the profile's)")
+
+    def variant_config(self) -> VariantProfile | None:
+        return self.profile_config.variant(self.variant) if self.variant else None
+
+    def label(self) -> str:
+        return f"{self.variant}-{self.split}" if self.variant else self.split
+
+    def variant_params(self, **values: Any) -> dict[str, Any]:
+        """The parameters a variant changes (nothing at all without one, so that artifact ids stay the same)."""
+        return {"variant": self.variant, **values} if self.variant else {}

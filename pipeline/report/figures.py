@@ -22,13 +22,18 @@ def time_breakdown(records: Sequence[Any]) -> list[dict[str, Any]]:
         phases = {name: float(r.timings.get(name, 0.0)) for name, _ in PHASES}
         total = sum(phases.values())
         wpm = round(60 * r.source_words / total, 1) if r.source_words and total > 0 else None
-        rows.append({"task": r.task, "system": r.system, **phases, "total": round(total, 3), "wpm": wpm})
+        rows.append({"task": r.task, "system": r.system, "variant": getattr(r, "variant", ""), **phases,
+                     "total": round(total, 3), "wpm": wpm})
     return rows
 
 
 def breakdown_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list]]:
     header = ["task", "system", *(label for _, label in PHASES), "total s", "words per minute"]
-    return header, [[r["task"], r["system"], *(r[name] for name, _ in PHASES), r["total"], r["wpm"]] for r in rows]
+    return header, [[r["task"], _name(r), *(r[name] for name, _ in PHASES), r["total"], r["wpm"]] for r in rows]
+
+
+def _name(row: dict[str, Any]) -> str:
+    return f"{row['system']} ({row['variant']})" if row.get("variant") else row["system"]
 
 
 def plot_time_breakdown(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
@@ -39,7 +44,7 @@ def plot_time_breakdown(rows: Sequence[dict[str, Any]], path: Path, title: str) 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.5))
-    labels = [f"{r['task']} {r['system']}" for r in rows]
+    labels = [f"{r['task']} {_name(r)}" for r in rows]
     left = [0.0] * len(rows)
     for name, label in PHASES:
         widths = [r[name] for r in rows]

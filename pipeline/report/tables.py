@@ -22,13 +22,23 @@ class Record:
     signature: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
     source_words: int | None = None
+    variant: str = ""  # a Table 2 variant (research, accelerated); "" for Table 1
 
 
 def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str]) -> tuple[list[str], list[list]]:
     """Rows = systems, columns = tasks (the paper's layout); a missing score is None."""
-    scores = {(r.system, r.task): r.bleu for r in records}
+    scores = {(r.system, r.task): r.bleu for r in records if not r.variant}
     header = ["system", *tasks]
     return header, [[system, *(scores.get((system, task)) for task in tasks)] for system in systems]
+
+
+def table2(records: Sequence[Record]) -> tuple[list[str], list[list]]:
+    """One row per (task, system, variant): BLEU and end-to-end words per minute (phrase-based decoding, posteriors
+    and L, and neural decoding for the LMBR systems; neural decoding for the others)."""
+    speed = {(r["task"], r["system"], r["variant"]): r["wpm"] for r in time_breakdown(records)}
+    header = ["task", "system", "variant", "BLEU", "words per minute"]
+    rows = [[r.task, r.system, r.variant, r.bleu, speed.get((r.task, r.system, r.variant))] for r in records]
+    return header, rows
 
 
 DATA_COLUMNS = (
@@ -68,7 +78,15 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
     for name, text in files.items():
         write_text(out / name, text)
         paths.append(out / name)
-    breakdown = time_breakdown(records)
+    variants = [r for r in records if r.variant]
+    if variants:
+        header, rows = table2(variants)
+        title = f"Table 2: research vs accelerated systems on the {eval_set} sets, profile {profile}"
+        for name, text in (("table2.md", render.markdown(header, rows, title)),
+                           ("table2.csv", render.csv_text(header, rows)), ("table2.tex", render.latex(header, rows, title))):
+            write_text(out / name, text)
+            paths.append(out / name)
+    breakdown = time_breakdown([r for r in records if not r.variant] + variants)
     if breakdown:
         header, rows = breakdown_table(breakdown)
         title = f"Figure 1: time breakdown (seconds) on the {eval_set} sets, profile {profile}"

@@ -93,3 +93,18 @@ def test_a_task_caps_the_training_pairs_of_a_named_profile_only(tmp_path):
     path.write_text(path.read_text().replace("small = 100000", "small = 0"))
     with pytest.raises(ConfigError, match="'train_pairs.small' must be at least 1"):
         config.load_task("jpn-eng", folder)
+
+
+def test_variants_of_table2_load_and_are_validated(tmp_path):
+    small = config.load_profile("small")
+    assert set(small.variants) == {"research", "accelerated"}
+    accelerated = small.variant("accelerated")
+    assert (accelerated.beam, accelerated.lmbr_nbest, accelerated.threshold, accelerated.single_model) == \
+        (4, 200, 0.01, True)
+    with pytest.raises(ConfigError, match=r"no \[variants.fast\]"):
+        small.variant("fast")
+    folder = copy_configs(tmp_path)
+    path = folder / "profiles" / "small.toml"
+    path.write_text(path.read_text().replace("lmbr_nbest = 200", "lmbr_nbest = -1"))
+    with pytest.raises(ConfigError, match="'variants.accelerated.lmbr_nbest' must not be negative"):
+        config.load_profile("small", folder)

@@ -86,3 +86,22 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     for i, h in zip(decoded, hyps):
         expected[i] = " ".join(tgt_vocab.decode(h[0].tokens))
     assert list(read_lines(lnmt.artifact_dir() / "bpe.en")) == expected
+
+    # Table 2 variants: the accelerated LNMT decodes with beam 4, one model, the 200-best of tighter PBMT lattices
+    accelerated = DecodeLNMT(split="newstest2016", variant="accelerated", **params)
+    research = DecodeLNMT(split="newstest2016", variant="research", **params)
+    bleu = EvaluateSystem(system="LNMT", split="newstest2016", variant="accelerated", **params)
+    assert build(accelerated, research, bleu).status == LuigiStatusCode.SUCCESS
+    stats = accelerated.signature()["stats"]
+    assert stats["beam"] == 4 and stats["threshold"] == 0.01 and stats["models"] == 1
+    assert research.signature()["stats"]["beam"] == 12 and research.signature()["stats"]["models"] == 2
+    lmatrix = accelerated.requires()["lmatrix"]
+    assert lmatrix.signature()["params"]["nbest"] == 200
+    pbmt = lmatrix.requires()["lattices"]
+    assert pbmt.signature()["params"]["decoder"]["stack_limit"] == 5
+    base_pbmt = DecodePBMT(split="newstest2016", **params)
+    # research keeps the profile's PBMT limits and full lattices: it shares their artifacts
+    assert research.requires()["lmatrix"].requires()["lattices"].artifact_dir() == base_pbmt.artifact_dir()
+    assert pbmt.artifact_dir() != base_pbmt.artifact_dir() and accelerated.artifact_dir().name.startswith(
+        "LNMT-accelerated-newstest2016-")
+    assert bleu.signature()["stats"]["timings"]["pbmt_decode"] == pbmt.signature()["stats"]["timings"]["pbmt_decode"]

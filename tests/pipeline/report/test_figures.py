@@ -1,8 +1,10 @@
 """Figure 1: the time breakdown of the NMT systems from the evaluation records."""
+import dataclasses
+
 import pytest
 
 from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
-from pipeline.report.tables import Record, write_report
+from pipeline.report.tables import Record, table2, write_report
 
 
 def record(system, timings, words=600):
@@ -37,3 +39,16 @@ def test_the_report_writes_figure1_only_when_an_nmt_system_has_timings(tmp_path)
     paths = write_report(tmp_path / "b", RECORDS[:1], ["ger-eng"], ["PBMT"], [], "tiny", "devtest")
     assert not any(p.name.startswith("figure1") for p in paths)
     assert plot_time_breakdown(time_breakdown(RECORDS), tmp_path / "c.png", "t").stat().st_size > 1000
+
+
+def test_table2_lists_each_variant_with_bleu_and_end_to_end_speed(tmp_path):
+    variants = [dataclasses.replace(RECORDS[2], variant="accelerated", bleu=19.0),
+                dataclasses.replace(RECORDS[1], variant="research", bleu=18.0)]
+    header, rows = table2(variants)
+    assert header == ["task", "system", "variant", "BLEU", "words per minute"]
+    assert rows == [["ger-eng", "LNMT", "accelerated", 19.0, pytest.approx(654.5)],
+                    ["ger-eng", "FNMT", "research", 18.0, pytest.approx(1800.0)]]
+    paths = write_report(tmp_path, RECORDS + variants, ["ger-eng"], ["PBMT", "FNMT", "LNMT"], [], "tiny", "devtest")
+    assert {"table2.md", "table2.csv", "table2.tex"} <= {p.name for p in paths}
+    assert "| LNMT | accelerated |" in (tmp_path / "table2.md").read_text().replace("  ", " ")
+    assert "20.00" in (tmp_path / "table1.md").read_text() and "19.00" not in (tmp_path / "table1.md").read_text()
