@@ -9,7 +9,8 @@ ratio is the per-step overhead of gathering and adding L (LMBR changes the outpu
 Each configuration is timed --runs times, the fastest kept. Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/lmbr_overhead.py --model work/small/ger-eng/nmt/gru-seed1-* \\
-        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --lattices work/small/ger-eng/pbmt/newstest2016-* \\
+        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz \\
+        --lattices work/small/ger-eng/pbmt/newstest2016-* \\
         --codes work/small/ger-eng/bpe/bpe-*/codes.en --vocab work/small/ger-eng/vocab/vocab-*/vocab.en.json
 """
 from __future__ import annotations

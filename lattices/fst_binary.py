@@ -34,6 +34,17 @@ def _arc_dtype(weight: np.dtype) -> np.dtype:
     return np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", weight), ("next", "<i4")])
 
 
+def _bytes(array: np.ndarray) -> np.ndarray:
+    """[n] records -> [n, record size] uint8."""
+    return array.view(np.uint8).reshape(len(array), -1)
+
+
+def _arc_positions(first: np.ndarray, counts: np.ndarray, size: int) -> np.ndarray:
+    """Byte position of every arc: arc k of state q sits at first[q] + (k - q's first arc index) * size."""
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(first, counts) + within * size
+
+
 def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarray, label: np.ndarray,
                     cost: np.ndarray, final: np.ndarray, arc_type: str = "standard"):
     """A pynini acceptor: arcs (src, dst, label, cost) [A], final costs [num_states] (inf: not final)."""
@@ -51,11 +62,9 @@ def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
     offsets = np.arange(num_states, dtype=np.int64) * head
     offsets[1:] += np.cumsum(counts[:-1]) * arc.itemsize
     body = np.zeros(num_states * head + len(order) * arc.itemsize, np.uint8)
-    body[offsets[:, None] + np.arange(weight.itemsize)] = final.astype(weight).view(np.uint8).reshape(-1, weight.itemsize)
-    body[offsets[:, None] + weight.itemsize + np.arange(8)] = counts.astype("<i8").view(np.uint8).reshape(-1, 8)
-    # arc k of state q sits at offsets[q] + head + (k - first arc of q) * arc size
-    first = np.repeat(offsets + head, counts) + (np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)) * arc.itemsize
-    body[first[:, None] + np.arange(arc.itemsize)] = arcs.view(np.uint8).reshape(-1, arc.itemsize)
+    body[offsets[:, None] + np.arange(weight.itemsize)] = _bytes(final.astype(weight))
+    body[offsets[:, None] + weight.itemsize + np.arange(8)] = _bytes(counts.astype("<i8"))
+    body[_arc_positions(offsets + head, counts, arc.itemsize)[:, None] + np.arange(arc.itemsize)] = _bytes(arcs)
     header = (struct.pack("<i", _MAGIC) + _string("vector") + _string(arc_type)
               + struct.pack("<iiQqqq", _VERSION, 0, _PROPERTIES, start if num_states else -1, num_states, 0))
     return pynini.Fst.read_from_string(header + body.tobytes())
@@ -96,7 +105,7 @@ def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, 
     counts = np.asarray(sizes, np.int64)
     first = np.asarray(firsts, np.int64)
     raw = np.frombuffer(data, np.uint8)
-    starts = np.repeat(first, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)) * arc.itemsize
+    starts = _arc_positions(first, counts, arc.itemsize)
     arcs = raw[starts[:, None] + np.arange(arc.itemsize)].reshape(-1).view(arc)
     src = np.repeat(np.arange(num_states, dtype=np.int64), counts)
     return (int(num_states), int(start), src, arcs["next"].astype(np.int64), arcs["ilabel"].astype(np.int64),

@@ -96,7 +96,8 @@ class TaskConfig:
                 return f"splits.{key}"
         if split in self.splits.devtest:
             return "splits.devtest"
-        raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] (known: {', '.join(self.split_names())})")
+        raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] "
+                          f"(known: {', '.join(self.split_names())})")
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ class DecodeNMT(VariantTask):
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
-                            "nmt_decode": stats["timings"]["nmt_decode"], "postprocess": stats["timings"]["postprocess"]}
+                            "nmt_decode": stats["timings"]["nmt_decode"],
+                            "postprocess": stats["timings"]["postprocess"]}
         return stats
 
     def upstream_timings(self) -> dict[str, float]:

@@ -57,7 +57,8 @@ class BuildLMatrix(VariantTask):
         shards = [paths[k::workers] for k in range(workers)]
         jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
                  inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), None, lmbr.semiring,
-                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine) for k, shard in enumerate(shards) if shard]
+                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine)
+                for k, shard in enumerate(shards) if shard]
         if len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
                 results = list(pool.map(build_lmatrix_shard, *zip(*jobs)))

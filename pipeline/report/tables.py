@@ -83,7 +83,8 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
         header, rows = table2(variants)
         title = f"Table 2: research vs accelerated systems on the {eval_set} sets, profile {profile}"
         for name, text in (("table2.md", render.markdown(header, rows, title)),
-                           ("table2.csv", render.csv_text(header, rows)), ("table2.tex", render.latex(header, rows, title))):
+                           ("table2.csv", render.csv_text(header, rows)),
+                           ("table2.tex", render.latex(header, rows, title))):
             write_text(out / name, text)
             paths.append(out / name)
     breakdown = time_breakdown([r for r in records if not r.variant] + variants)
