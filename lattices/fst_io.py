@@ -38,8 +38,9 @@ def read_fst(path: Path):
 
 def read_lattice(path: Path) -> Lattice:
     """A lattice file as a float64 :class:`Lattice`, with the FST's word symbol table as ``symbols``."""
+    fst = read_fst(path)
     try:
-        return Lattice.from_fst(read_fst(path))
+        return Lattice.from_fst(fst)
     except ValueError as e:
         raise DataError(f"{path}: {e}") from None
 

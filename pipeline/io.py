@@ -7,6 +7,7 @@ mode would also split on "\\r", U+2028 and friends, and silently break the line 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import json
@@ -72,9 +73,19 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as e:
+        _raise_if_disk_full(e, path)
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _raise_if_disk_full(error: OSError, path: Path) -> None:
+    """A full disk (or quota) becomes a DataError naming the output; nothing half-written is left behind."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        raise DataError(f"{path}: the disk is full ({error.strerror or error}) while writing it: nothing was "
+                        "replaced (an older version, if any, is intact); free space and rerun") from error
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> int:
@@ -119,6 +130,9 @@ def atomic_dir(path: Path) -> Iterator[Path]:
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
+    except OSError as e:
+        _raise_if_disk_full(e, path)
+        raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -6,6 +6,7 @@ table (or, with --vocab, the target vocabulary's tokens), else as integers.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from pipeline.errors import DataError
 
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     if args.codes and not args.vocab:
         raise DataError("--codes needs --vocab (the target vocabulary the pieces map to)")
     lattice = read_lattice(args.lattice)
+    if lattice.num_states == 0:
+        print(f"lmbr posteriors: warning: {args.lattice} has no complete path (no final state reachable from the "
+              "start): no n-gram has a posterior, and the sentence's L is Theta_0 everywhere", file=sys.stderr)
+        return 0
     symbols = lattice.symbols
     if args.vocab:
         mapper = TokenMapper.from_files(args.codes, args.vocab)

@@ -141,11 +141,14 @@ def run(args: argparse.Namespace) -> int:
             raise DataError(f"{folder}: no L matrices (shard-*.npz of BuildLMatrix) there")
         hook_factory = lmbr_hook_factory(LMatrixStore(shards), models.tgt_vocab.bos_id,
                                          vocab_size=len(models.tgt_vocab))
-    result = translate_lines(lines, models, settings, target, source,
-                             batch_sentences=args.batch_sentences or decode.batch_sentences,
-                             sort=decode.sort if args.sort is None else args.sort, hook_factory=hook_factory,
-                             streaming=decode.streaming if args.streaming is None else args.streaming,
-                             refill=decode.refill if args.refill is None else args.refill)
+    try:
+        result = translate_lines(lines, models, settings, target, source,
+                                 batch_sentences=args.batch_sentences or decode.batch_sentences,
+                                 sort=decode.sort if args.sort is None else args.sort, hook_factory=hook_factory,
+                                 streaming=decode.streaming if args.streaming is None else args.streaming,
+                                 refill=decode.refill if args.refill is None else args.refill)
+    except DataError as e:
+        raise DataError(f"{'stdin' if args.input == '-' else args.input}: {e}") from None
     nbest = args.nbest > 1
     _write(args.output, format_nbest(result) if nbest else result.text)
     if args.bpe_output:

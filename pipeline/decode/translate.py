@@ -19,10 +19,11 @@ from typing import Any, Sequence
 
 import torch
 
-from pipeline.decode.batching import decode_sources
+from pipeline.decode.batching import decode_sources, position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import HookFactory
+from pipeline.errors import DataError
 from pipeline.nmt.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_vocabularies,
                                      model_from_checkpoint)
 from pipeline.nmt.interface import Ensemble
@@ -138,6 +139,11 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
         source_words += words
     decoded_lines = [i for i, tokens in enumerate(subwords) if tokens]
     sources = [models.src_vocab.encode(subwords[i]) + [models.src_vocab.eos_id] for i in decoded_lines]
+    limit = position_limit(models.ensemble)
+    for i, ids in zip(decoded_lines, sources):
+        if limit is not None and len(ids) > limit:
+            raise DataError(f"line {i + 1}: {len(ids)} source subwords (with </s>), more than the model's {limit} "
+                            "positions (max_positions): split the line, or train a model with more positions")
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
