@@ -57,6 +57,21 @@ class PipelineTask(luigi.Task):
                                    description="processes a task may use for parallel work")
 
     stage: ClassVar[str] = ""
+    parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
+    memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
+
+    @property
+    def resources(self) -> dict[str, int]:
+        """What this task holds while it runs, so that workers sharing a scheduler do not oversubscribe a host:
+        `cpu` (processes), `memory_mb`, and `gpu` when the task would use one (luigi.cfg [resources] sets the
+        capacities; luigid's own [resources] section when a central scheduler is used)."""
+        held = {"cpu": max(1, self.processes) if self.parallel else 1, "memory_mb": self.memory_mb}
+        if self.uses_gpu():
+            held["gpu"] = 1
+        return held
+
+    def uses_gpu(self) -> bool:
+        return False
 
     @property
     def config(self) -> configs.TaskConfig:

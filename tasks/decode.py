@@ -29,6 +29,10 @@ class DecodeNMT(VariantTask):
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 
     stage = "nmt-decode"
+    parallel, memory_mb = True, 3000
+
+    def uses_gpu(self) -> bool:
+        return default_device().type == "cuda"
     system: ClassVar[str] = ""      # the row of the table
     models: ClassVar[str] = ""      # the NMTSystem whose models decode (FNMT or TNMT)
     lmbr: ClassVar[bool] = False    # add the split's L matrices (BuildLMatrix) at every step

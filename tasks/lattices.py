@@ -21,6 +21,7 @@ class BuildLMatrix(VariantTask):
     """
 
     stage = "lmatrix"
+    parallel, memory_mb = True, 2000
 
     def requires(self) -> dict[str, PipelineTask]:
         return {

@@ -49,6 +49,10 @@ class TrainNMT(NmtModelTask):
     """One trained model: checkpoints/checkpoint-<update>.pt (the last K), vocab.<lang>.json, metrics.csv."""
 
     stage = "nmt"
+    parallel, memory_mb = True, 4000
+
+    def uses_gpu(self) -> bool:
+        return default_device().type == "cuda"
 
     def requires(self) -> dict[str, PipelineTask]:
         splits = self.config.splits

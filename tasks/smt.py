@@ -47,6 +47,7 @@ class AlignWords(PipelineTask):
     """eflomal alignments of the training words both ways, and their grow-diag-final-and symmetrisation."""
 
     stage = "align"
+    parallel, memory_mb = True, 4000
 
     def requires(self) -> TruecaseSplit:
         return self.clone(TruecaseSplit, split=self.config.splits.train)
@@ -73,6 +74,7 @@ class BuildPhraseTable(PipelineTask):
     """The phrase table of the training data: Moses text (gzip) and the fast form."""
 
     stage = "phrases"
+    parallel, memory_mb = True, 6000
 
     def requires(self) -> dict[str, PipelineTask]:
         return {"words": self.clone(TruecaseSplit, split=self.config.splits.train), "align": self.clone(AlignWords)}
@@ -111,6 +113,7 @@ class TunePBMT(PbmtModelTask):
     """Log-linear weights by MERT on the task's tuning split, from Moses' default weights."""
 
     stage = "mert"
+    parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:
         return {**self.model_inputs(), "tune": self.clone(TruecaseSplit, split=self.config.splits.tune)}
@@ -157,6 +160,7 @@ class DecodePBMT(VariantTask, PbmtModelTask):
     """PBMT translation of a split: detokenized text, tokenized 1-best, n-best list and one lattice per sentence."""
 
     stage = "pbmt"
+    parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:
         return {**self.model_inputs(), "weights": self.clone(TunePBMT), "words": self.clone(TruecaseSplit),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import kenlm
 import pytest
+import torch
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline.config import CONFIG_DIR
@@ -95,3 +96,14 @@ def test_luigi_command_exits_non_zero_when_a_task_fails(tmp_path, data_dir):
     done = subprocess.run(command, cwd=CHECKOUT, capture_output=True, text=True, env={"MT_OFFLINE": "1", "PATH": ""})
     assert done.returncode == 30, done.stderr[-2000:]  # [retcode] task_failed in luigi.cfg
     assert "de-en/newstest2014" in done.stderr and "was not found" in done.stderr
+
+
+def test_tasks_declare_the_resources_they_hold(tmp_path):
+    from tasks import AlignWords, TrainLM
+    from tasks.decode import DecodeLNMT
+
+    params = {"task_name": "ger-eng", "work_dir": str(tmp_path), "processes": 3}
+    assert AlignWords(**params).resources == {"cpu": 3, "memory_mb": 4000}  # a parallel stage holds its processes
+    assert TrainLM(**params).resources == {"cpu": 1, "memory_mb": 2500}
+    held = DecodeLNMT(split="dev", **params).resources
+    assert held["cpu"] == 3 and ("gpu" in held) == torch.cuda.is_available()
