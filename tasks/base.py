@@ -60,14 +60,23 @@ class PipelineTask(luigi.Task):
     parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
     memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
 
+    def needs(self) -> dict[str, int]:
+        """What this task uses while it runs: `cpu` (its processes), `memory_mb`, and `gpu` when it would use one."""
+        needed = {"cpu": max(1, self.processes) if self.parallel else 1, "memory_mb": self.memory_mb}
+        if self.uses_gpu():
+            needed["gpu"] = 1
+        return needed
+
     @property
     def resources(self) -> dict[str, int]:
-        """What this task holds while it runs, so that workers sharing a scheduler do not oversubscribe a host:
-        `cpu` (processes), `memory_mb`, and `gpu` when the task would use one (luigi.cfg [resources] sets the
-        capacities; luigid's own [resources] section when a central scheduler is used)."""
-        held = {"cpu": max(1, self.processes) if self.parallel else 1, "memory_mb": self.memory_mb}
-        if self.uses_gpu():
-            held["gpu"] = 1
+        """Luigi resources: the needs whose capacity luigi.cfg's [resources] sets, at most that capacity, so that
+        workers sharing a scheduler do not oversubscribe a host. (Luigi gives an unconfigured resource a capacity of
+        1, which would block a task that needs 2: unconfigured needs are not declared.)"""
+        config = luigi.configuration.get_config()
+        held = {}
+        for name, amount in self.needs().items():
+            if config.has_option("resources", name):
+                held[name] = min(amount, config.getint("resources", name))
         return held
 
     def uses_gpu(self) -> bool:

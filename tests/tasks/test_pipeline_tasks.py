@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import kenlm
+import luigi
 import pytest
 import torch
 from luigi.execution_summary import LuigiStatusCode
@@ -98,12 +99,18 @@ def test_luigi_command_exits_non_zero_when_a_task_fails(tmp_path, data_dir):
     assert "de-en/newstest2014" in done.stderr and "was not found" in done.stderr
 
 
-def test_tasks_declare_the_resources_they_hold(tmp_path):
+def test_tasks_declare_the_resources_they_hold(tmp_path, monkeypatch):
     from tasks import AlignWords, TrainLM
     from tasks.decode import DecodeLNMT
 
     params = {"task_name": "ger-eng", "work_dir": str(tmp_path), "processes": 3}
-    assert AlignWords(**params).resources == {"cpu": 3, "memory_mb": 4000}  # a parallel stage holds its processes
-    assert TrainLM(**params).resources == {"cpu": 1, "memory_mb": 2500}
-    held = DecodeLNMT(split="dev", **params).resources
-    assert held["cpu"] == 3 and ("gpu" in held) == torch.cuda.is_available()
+    assert AlignWords(**params).needs() == {"cpu": 3, "memory_mb": 4000}  # a parallel stage holds its processes
+    assert TrainLM(**params).needs() == {"cpu": 1, "memory_mb": 2500}
+    needed = DecodeLNMT(split="dev", **params).needs()
+    assert needed["cpu"] == 3 and ("gpu" in needed) == torch.cuda.is_available()
+    config = luigi.configuration.get_config()
+    monkeypatch.setattr(config, "has_option", lambda section, name: section == "resources" and name == "cpu")
+    monkeypatch.setattr(config, "getint", lambda section, name, *default: 2)
+    assert AlignWords(**params).resources == {"cpu": 2}  # capped by the capacity; memory not configured
+    monkeypatch.setattr(config, "has_option", lambda section, name: False)
+    assert AlignWords(**params).resources == {}  # nothing configured: nothing that could block a task
