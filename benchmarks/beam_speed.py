@@ -26,7 +26,6 @@ import os
 import platform
 import random
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +39,7 @@ import torch  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.translate import load_models  # noqa: E402
+from pipeline.decode.speed import plot_speed, speed_vs_batch, speed_vs_beam, streaming_vs_batching  # noqa: E402
 from pipeline.decode.unbatched import unbatched_decode  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.nmt.interface import Ensemble  # noqa: E402
@@ -95,128 +95,14 @@ def sources(args, vocab: Vocabulary, count: int) -> tuple[list[list[int]], list[
                                                            "source_words": sum(len(merge_bpe(x)) for x in lines)}
 
 
-def timed(runs: int, fn):
-    """(fastest seconds, result of the last run)."""
-    best, result = float("inf"), None
-    for _ in range(runs):
-        started = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - started)
-    return best, result
-
-
-def tokens_of(results) -> list[list[tuple[int, ...]]]:
-    return [[h.tokens for h in hyps] for hyps in results]
-
-
-def figure_a(model, ids, words, args) -> list[dict]:
-    rows = []
-    for beam in args.beams:
-        settings = SearchSettings(beam=beam, max_length_a=args.max_length_a, max_length_b=args.max_length_b)
-        batched_s, batched = timed(args.runs, lambda: decode_sources(model, ids, settings, batch_sentences=1,
-                                                                     sort=False))
-        unbatched_s, unbatched = timed(args.runs, lambda: unbatched_decode(model, ids, settings))
-        same = tokens_of(batched) == tokens_of(unbatched)
-        differing = sum(a != b for a, b in zip(tokens_of(batched), tokens_of(unbatched)))
-        row = {"beam": beam, "batched_seconds": round(batched_s, 3), "unbatched_seconds": round(unbatched_s, 3),
-               "batched_wpm": round(60 * sum(words) / batched_s, 1),
-               "unbatched_wpm": round(60 * sum(words) / unbatched_s, 1),
-               "speedup": round(unbatched_s / batched_s, 2), "identical_outputs": same,
-               "differing_sentences": differing,
-               "target_tokens": sum(len(h[0].tokens) for h in batched)}
-        rows.append(row)
-        print(f"(a) beam {beam:2d}: batched {row['batched_wpm']:8.0f} wpm, unbatched {row['unbatched_wpm']:8.0f} "
-              f"wpm, speed-up {row['speedup']:.2f}x, identical outputs: {same}", file=sys.stderr)
-        if not args.allow_differences:
-            assert same, f"beam {beam}: batched and unbatched outputs differ on {differing} sentences"
-    return rows
-
-
-def figure_b(model, ids, words, args) -> list[dict]:
-    settings = SearchSettings(beam=args.sentence_beam, max_length_a=args.max_length_a,
-                              max_length_b=args.max_length_b)
-    rows, reference = [], None
-    for batch in args.batch_sizes:
-        row = {"batch_sentences": batch}
-        for sort in (True, False):
-            seconds, out = timed(args.runs, lambda: decode_sources(model, ids, settings, batch_sentences=batch,
-                                                                   sort=sort))
-            reference = reference or tokens_of(out)
-            assert tokens_of(out) == reference, f"batch {batch}, sort {sort}: the outputs changed"
-            key = "sorted" if sort else "unsorted"
-            row[f"{key}_seconds"] = round(seconds, 3)
-            row[f"{key}_wpm"] = round(60 * sum(words) / seconds, 1)
-        rows.append(row)
-    base = rows[0]["sorted_wpm"] if rows[0]["batch_sentences"] == 1 else None
-    for row in rows:
-        if base:
-            row["sorted_speedup"] = round(row["sorted_wpm"] / base, 2)
-            row["unsorted_speedup"] = round(row["unsorted_wpm"] / base, 2)
-        print(f"(b) {row['batch_sentences']:2d} sentences: sorted {row['sorted_wpm']:8.0f} wpm "
-              f"({row.get('sorted_speedup', 0):.2f}x), unsorted {row['unsorted_wpm']:8.0f} wpm "
-              f"({row.get('unsorted_speedup', 0):.2f}x)", file=sys.stderr)
-    return rows
-
-
-def figure_c(model, ids, words, args) -> list[dict]:
-    settings = SearchSettings(beam=args.sentence_beam, max_length_a=args.max_length_a,
-                              max_length_b=args.max_length_b)
-    rows, reference = [], None
-    for sort in (False, True):
-        row = {"sort": sort, "pool": args.stream_pool, "refill": args.refill}
-        for mode, streaming in (("batched", False), ("streaming", True)):
-            seconds, out = timed(args.runs, lambda: decode_sources(model, ids, settings, args.stream_pool, sort,
-                                                                   streaming=streaming, refill=args.refill))
-            reference = reference or tokens_of(out)
-            assert tokens_of(out) == reference, f"{mode}, sort {sort}: the outputs changed"
-            row[f"{mode}_seconds"] = round(seconds, 3)
-            row[f"{mode}_wpm"] = round(60 * sum(words) / seconds, 1)
-        row["streaming_speedup"] = round(row["streaming_wpm"] / row["batched_wpm"], 3)
-        rows.append(row)
-        print(f"(c) {'sorted' if sort else 'input order'}: batched {row['batched_wpm']:8.0f} wpm, streaming "
-              f"{row['streaming_wpm']:8.0f} wpm ({row['streaming_speedup']:.2f}x), identical outputs", file=sys.stderr)
-    return rows
+def log(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def plot(summary: dict, out: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
     label = f"{'+'.join(summary['model']['architectures'])}, {summary['machine']['torch_threads']} CPU threads"
-    if summary.get("figure_a"):
-        rows = summary["figure_a"]
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        beams = [r["beam"] for r in rows]
-        ax.plot(beams, [r["batched_wpm"] for r in rows], "o-", label="batched beam")
-        ax.plot(beams, [r["unbatched_wpm"] for r in rows], "s--", label="unbatched")
-        for r in rows:
-            ax.annotate(f"{r['speedup']:.1f}x", (r["beam"], r["batched_wpm"]), textcoords="offset points",
-                        xytext=(0, 6), ha="center", fontsize=8)
-        ax.set(xlabel="beam size", ylabel="source words per minute", xticks=beams,
-               title=f"Speed vs beam size ({label})")
-        ax.legend()
-        fig.tight_layout()
-        paths.append(out.with_name(out.stem + "_beam.png"))
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
-    if summary.get("figure_b"):
-        rows = summary["figure_b"]
-        fig, ax = plt.subplots(figsize=(5, 3.5))
-        sizes = [r["batch_sentences"] for r in rows]
-        ax.plot(sizes, [r["sorted_wpm"] for r in rows], "o-", label="sorted by length")
-        ax.plot(sizes, [r["unsorted_wpm"] for r in rows], "s--", label="unsorted")
-        ax.set(xlabel="sentences per batch", ylabel="source words per minute",
-               title=f"Speed vs sentences per batch (beam {summary['sentence_beam']}, {label})")
-        ax.title.set_fontsize(9)
-        ax.legend()
-        fig.tight_layout()
-        paths.append(out.with_name(out.stem + "_sentences.png"))
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
-    return paths
+    return plot_speed(summary.get("figure_a"), summary.get("figure_b"), label, summary["sentence_beam"],
+                      out.with_name(out.stem))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                "machine": machine(args.threads), "model": model_info, "runs": args.runs,
                "max_length": {"a": args.max_length_a, "b": args.max_length_b}, "sentence_beam": args.sentence_beam}
     figures = set(args.figures.split(","))
+    max_length = (args.max_length_a, args.max_length_b)
     with torch.inference_mode():
         warm, _, _ = sources(args, vocab, 4)  # first calls allocate and load kernels: not timed
         decode_sources(model, warm, SearchSettings(beam=4), batch_sentences=4)
@@ -257,15 +144,18 @@ def main(argv: list[str] | None = None) -> int:
         if "a" in figures:
             ids, words, info = sources(args, vocab, args.sentences_a)
             summary["data_a"] = {**info, "batch_sentences": 1}
-            summary["figure_a"] = figure_a(model, ids, words, args)
+            summary["figure_a"] = speed_vs_beam(model, ids, words, args.beams, args.runs, max_length,
+                                                args.allow_differences, log)
         if "b" in figures:
             ids, words, info = sources(args, vocab, args.sentences_b)
             summary["data_b"] = info
-            summary["figure_b"] = figure_b(model, ids, words, args)
+            summary["figure_b"] = speed_vs_batch(model, ids, words, args.batch_sizes, args.sentence_beam,
+                                                 args.runs, max_length, log)
         if "c" in figures:
             ids, words, info = sources(args, vocab, args.sentences_b)
             summary["data_c"] = info
-            summary["figure_c"] = figure_c(model, ids, words, args)
+            summary["figure_c"] = streaming_vs_batching(model, ids, words, args.stream_pool, args.sentence_beam,
+                                                        args.refill, args.runs, max_length, log)
     summary["machine"]["load_average_at_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     paths = plot(summary, args.out)

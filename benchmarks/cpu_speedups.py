@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources, timed, tokens_of  # noqa: E402
+from beam_speed import REPO, load, machine, sources  # noqa: E402
+from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.nmt.interface import Ensemble  # noqa: E402
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups  # noqa: E402

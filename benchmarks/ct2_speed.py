@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources, timed, tokens_of  # noqa: E402
+from beam_speed import REPO, load, machine, sources  # noqa: E402
+from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.scores import max_output_lengths  # noqa: E402
 from pipeline.nmt.export_ct2 import export_model  # noqa: E402

@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources, timed  # noqa: E402
+from beam_speed import REPO, load, machine, sources  # noqa: E402
+from pipeline.decode.speed import timed  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402

@@ -1,6 +1,7 @@
 """What reproduce-table builds for each translation task, and the numbers it reads back for the report."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import luigi
@@ -11,6 +12,7 @@ from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit
 from tasks.evaluate import EvaluateSystem, RoundTripBLEU
 from tasks.lm import TrainLM
+from tasks.speed import MeasureDecodingSpeed
 
 EVAL_SET_ALIASES = ("devtest", "test", "tune")
 
@@ -48,7 +50,24 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             **{f"system:{s}": self.clone(EvaluateSystem, system=s, split=split) for s in self.systems},
             **{f"variant:{v}:{s}": self.clone(EvaluateSystem, system=s, split=split, variant=v)
                for v in self.variants for s in self.variant_systems()},
+            **{f"speed:{m}": self.clone(MeasureDecodingSpeed, models=m, split=split) for m in self.speed_models()},
         }
+
+    def speed_models(self) -> list[str]:
+        """Figures 2-3 go with Table 2: the NMT model families among the chosen systems of a Table 2 task."""
+        if not self.variants:
+            return []
+        return [m for m in ("FNMT", "TNMT") if any(s in self.systems for s in (m, "L" + m))]
+
+    def speed_figures(self) -> list[tuple[str, Path]]:
+        """(name in the report folder, file) of the Figures 2-3 measured for this task."""
+        files = []
+        for m in self.speed_models():
+            folder = self.requires()[f"speed:{m}"].artifact_dir()
+            for number, suffix in (("2", "beam"), ("3", "sentences")):
+                files.append((f"figure{number}_{self.task_name}_{m}.png", folder / f"speed_{suffix}.png"))
+                files.append((f"figure{number}_{self.task_name}_{m}.json", folder / f"figure{number}.json"))
+        return files
 
     def variant_systems(self) -> list[str]:
         """The systems of Table 2: the NMT ones among those chosen."""

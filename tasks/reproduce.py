@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     records = [record for report in reports for record in report.records()]
     data_rows = [report.data_row() for report in reports]
     out = Path(args.out or f"results/{profile}")
-    paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set)
+    paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set,
+                         [figure for report in reports for figure in report.speed_figures()])
     print((out / "table1.md").read_text(encoding="utf-8"))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")
     return 0

@@ -1,11 +1,12 @@
 """Table 1 (BLEU of each system on each task), the data/LM summary, Figure 1 (time breakdown) and results.json."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipeline.io import write_json, write_text
+from pipeline.io import atomic_path, write_json, write_text
 from pipeline.report import render
 from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
 
@@ -54,9 +55,16 @@ def data_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list]]:
 
 
 def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str],
-                 data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str) -> list[Path]:
-    """Write table1.{md,csv,tex}, data_summary.{md,csv,tex} and results.json into `out`; return the paths."""
+                 data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str,
+                 figures: Sequence[tuple[str, Path]] = ()) -> list[Path]:
+    """Write table1.{md,csv,tex}, data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
+    into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there; return the paths."""
     out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, source in figures:
+        with atomic_path(out / name) as tmp:
+            shutil.copyfile(source, tmp)
+        paths.append(out / name)
     header, rows = table1(records, tasks, systems)
     caption = f"Cased BLEU (sacrebleu) on the {eval_set} sets, profile {profile}"
     data_header, data_rows_ = data_table(data_rows)
@@ -74,7 +82,6 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
         "data_summary.csv": render.csv_text(data_header, data_rows_),
         "data_summary.tex": render.latex(data_header, data_rows_, data_caption),
     }
-    paths = []
     for name, text in files.items():
         write_text(out / name, text)
         paths.append(out / name)

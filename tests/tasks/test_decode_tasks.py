@@ -1,6 +1,7 @@
 """Real Luigi (local scheduler) on the small de-en corpus: FNMT and TNMT decode a split with the batched beam decoder
 (models trained for seconds), LNMT and LTNMT the same with the L matrices of the split's PBMT lattices, and
 EvaluateSystem scores them."""
+import json
 import re
 
 import torch
@@ -13,7 +14,7 @@ from lattices.lmatrix import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.lmbr import lmbr_hook_factory
 from pipeline.nmt.system import load_system
-from tasks import ApplyBPE, BuildLMatrix, NMTSystem
+from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem
 from tasks.decode import DecodeLNMT, DecodeLTNMT
 from tasks.systems import translation_task
 from tests.conftest import sentence_pairs, write_pair
@@ -105,3 +106,13 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     assert pbmt.artifact_dir() != base_pbmt.artifact_dir() and accelerated.artifact_dir().name.startswith(
         "LNMT-accelerated-newstest2016-")
     assert bleu.signature()["stats"]["timings"]["pbmt_decode"] == pbmt.signature()["stats"]["timings"]["pbmt_decode"]
+
+    # Figures 2-3 of one FNMT model on the split's first sentences: every beam gives the unbatched outputs
+    speed = MeasureDecodingSpeed(models="FNMT", split="newstest2016", sentences_a=4, sentences_b=7, **params)
+    assert build(speed).status == LuigiStatusCode.SUCCESS
+    folder = speed.artifact_dir()
+    figure2 = json.loads((folder / "figure2.json").read_text())
+    figure3 = json.loads((folder / "figure3.json").read_text())
+    assert [r["beam"] for r in figure2] == [1, 2, 4, 8, 12] and all(r["identical_outputs"] for r in figure2)
+    assert [r["batch_sentences"] for r in figure3][:3] == [1, 2, 3] and figure3[0]["sorted_speedup"] == 1.0
+    assert (folder / "speed_beam.png").stat().st_size > 1000 and (folder / "speed_sentences.png").is_file()

@@ -52,3 +52,12 @@ def test_table2_lists_each_variant_with_bleu_and_end_to_end_speed(tmp_path):
     assert {"table2.md", "table2.csv", "table2.tex"} <= {p.name for p in paths}
     assert "| LNMT | accelerated |" in (tmp_path / "table2.md").read_text().replace("  ", " ")
     assert "20.00" in (tmp_path / "table1.md").read_text() and "19.00" not in (tmp_path / "table1.md").read_text()
+
+
+def test_measured_figures_are_copied_into_the_report(tmp_path):
+    source = tmp_path / "speed_beam.png"
+    source.write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    paths = write_report(tmp_path / "out", RECORDS, ["ger-eng"], ["PBMT", "FNMT"], [], "tiny", "devtest",
+                         [("figure2_ger-eng_FNMT.png", source)])
+    assert (tmp_path / "out" / "figure2_ger-eng_FNMT.png").read_bytes() == source.read_bytes()
+    assert tmp_path / "out" / "figure2_ger-eng_FNMT.png" in paths
