@@ -257,6 +257,11 @@ class LmbrProfile:
     theta_t: float  # T of the scaled convention (10 in the Cambridge tools)
     engine: str = "openfst"  # evidence space: "openfst" (C++, float32 tropical costs) or "exact" (float64 Python)
     nmt_lambda: float = 0.5  # lambda, the scale of log P_NMT (the ensemble's average) in LMBR decoding
+    tune: bool = False  # tune lambda, p and r on the tuning set's first tune_sentences by the grid below (TuneLMBR)
+    tune_sentences: int = 200
+    grid_lambda: tuple[float, ...] = (0.25, 0.5, 1.0)
+    grid_p: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's p
+    grid_r: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's r
 
 
 @dataclass(frozen=True)
@@ -345,6 +350,9 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
                              ("engine", lmbr.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
                              ("nmt_lambda", lmbr.nmt_lambda > 0, "must be positive"),
+                             ("tune_sentences", lmbr.tune_sentences >= 1, "must be at least 1"),
+                             ("grid_lambda", bool(lmbr.grid_lambda) and min(lmbr.grid_lambda) > 0,
+                              "must list positive values"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
                              ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
                               "must be 'plain' or 'scaled'"),

@@ -13,7 +13,7 @@ import torch
 
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
-from pipeline.io import read_lines, write_lines
+from pipeline.io import read_json, read_lines, write_lines
 from pipeline.nmt.speedups import CpuSpeedups
 from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
@@ -46,14 +46,26 @@ class DecodeNMT(VariantTask):
         if self.lmbr:
             from tasks.lattices import BuildLMatrix
 
-            required["lmatrix"] = self.clone(BuildLMatrix)
+            tuned = self.models if self.profile_config.lmbr.tune else ""
+            required["lmatrix"] = self.clone(BuildLMatrix, tuned_for=tuned)
+            if tuned:
+                from tasks.tuning import TuneLMBR
+
+                required["tuning"] = self.clone(TuneLMBR, models=self.models)
         return required
+
+    def nmt_lambda(self) -> float:
+        """LMBR's lambda: TuneLMBR's choice when the profile tunes, else the profile's [lmbr] nmt_lambda."""
+        if self.profile_config.lmbr.tune:
+            return float(read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]["nmt_lambda"])
+        return self.profile_config.lmbr.nmt_lambda
 
     def params(self) -> dict[str, Any]:
         params = {"system": self.system, "split": self.split,
                   "decode": dataclasses.asdict(self.profile_config.decode)}
         if self.lmbr:
-            params["nmt_lambda"] = self.profile_config.lmbr.nmt_lambda
+            lmbr = self.profile_config.lmbr
+            params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
         variant = self.variant_config()
         return {**params, **self.variant_params(**({"beam": variant.beam, "threshold": variant.threshold,
                                                     "single_model": variant.single_model} if variant else {}))}
@@ -92,7 +104,7 @@ class DecodeNMT(VariantTask):
         beam, threshold = self.search()
         settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
-                                  weight=self.profile_config.lmbr.nmt_lambda if self.lmbr else 1.0)
+                                  weight=self.nmt_lambda() if self.lmbr else 1.0)
         result = translate_lines(lines, models, settings, processor, source=None,
                                  batch_sentences=decode.batch_sentences, sort=decode.sort,
                                  hook_factory=self.hook_factory(models), streaming=decode.streaming,

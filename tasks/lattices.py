@@ -5,13 +5,20 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import luigi
+
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
+from pipeline.io import read_json
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, LearnBPE
 from tasks.evaluate import EvaluateSystem
 from tasks.smt import DecodePBMT
 from tasks.systems import VariantTask
+
+
+#: The [lmbr] settings that shape L (the others belong to decoding and tuning).
+LMATRIX_SETTINGS = ("order", "semiring", "nbest", "theta_convention", "theta_t", "engine")
 
 
 class BuildLMatrix(VariantTask):
@@ -23,21 +30,30 @@ class BuildLMatrix(VariantTask):
     stage = "lmatrix"
     parallel, memory_mb = True, 2000
 
+    tuned_for = luigi.Parameter(default="", description="FNMT or TNMT: theta's p and r from TuneLMBR of those "
+                                                        "models ('': from the PBMT's tune-set precisions)")
+
     def requires(self) -> dict[str, PipelineTask]:
-        return {
+        required = {
             "lattices": self.clone(DecodePBMT),
             "codes": self.clone(LearnBPE),
             "vocab": self.clone(BuildVocab),
             "theta": self.clone(EvaluateSystem, system="PBMT", split=self.config.splits.tune),
         }
+        if self.tuned_for:
+            from tasks.tuning import TuneLMBR
+
+            required["tuning"] = self.clone(TuneLMBR, models=self.tuned_for)
+        return required
 
     def params(self) -> dict[str, Any]:
-        lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k != "nmt_lambda"}  # decoding's
+        lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k in LMATRIX_SETTINGS}
         # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
-        return {"split": self.split, **lmbr, "nbest": self.nbest()}
+        tuned = {"tuned_for": self.tuned_for} if self.tuned_for else {}
+        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned}
 
     def label(self) -> str:
-        return self.split
+        return f"{self.split}-{self.tuned_for}" if self.tuned_for else self.split
 
     def nbest(self) -> int:
         """The evidence space: the variant's, else the profile's (0: the full lattice)."""
@@ -45,7 +61,11 @@ class BuildLMatrix(VariantTask):
         return variant.lmbr_nbest if variant else self.profile_config.lmbr.nbest
 
     def theta(self) -> Theta:
+        """From the PBMT's tune-set BLEU precisions, or the p and r that TuneLMBR chose."""
         lmbr = self.profile_config.lmbr
+        if self.tuned_for:
+            chosen = read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+            return Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t)
         bleu = self.requires()["theta"].signature()["stats"]["bleu"]
         return Theta.from_precisions(bleu["precisions"], lmbr.theta_convention, lmbr.theta_t)
 

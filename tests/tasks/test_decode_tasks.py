@@ -4,6 +4,7 @@ EvaluateSystem scores them."""
 import json
 import re
 
+import pytest
 import torch
 from luigi.execution_summary import LuigiStatusCode
 
@@ -13,6 +14,7 @@ from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
 from lattices.lmatrix import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_tuning import lmbr_grid
 from pipeline.nmt.system import load_system
 from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem
 from tasks.decode import DecodeLNMT, DecodeLTNMT
@@ -24,6 +26,18 @@ from tests.tasks.test_nmt_tasks import quick_configs
 torch.set_num_threads(1)
 
 
+def deterministic_configs(tmp_path):
+    """quick_configs with the Transformer stopped after 30 updates instead of 2 seconds: the same models, however
+    busy the machine (the assertions below depend on what the models say)."""
+    folder = quick_configs(tmp_path)
+    path = folder / "profiles" / "tiny.toml"
+    head, transformer = path.read_text().split("[nmt.transformer]")
+    transformer = re.sub(r"^max_updates = .*$", "max_updates = 30", transformer, flags=re.M)
+    transformer = re.sub(r"^budget_seconds = .*$", "budget_seconds = 600", transformer, flags=re.M)
+    path.write_text(head + "[nmt.transformer]" + transformer)
+    return folder
+
+
 def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     data = tmp_path / "data"
     write_pair(data, "train", sentence_pairs(300, seed=1))
@@ -31,10 +45,11 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     test = sentence_pairs(20, seed=3)
     test[4] = ("An empty source line.", "")  # (en, de): ger-eng translates from the empty German line
     write_pair(data, "newstest2016", test)
-    configs = quick_configs(tmp_path)
+    configs = deterministic_configs(tmp_path)
     profile = configs / "profiles" / "tiny.toml"
     text = re.sub(r"^batch_sentences = .*$", "batch_sentences = 3", profile.read_text(), flags=re.M)
     # L dominates the scores of models trained for seconds: LMBR output must follow the lattices
+    text = re.sub(r"^tune = .*$", "tune = false", text, flags=re.M)  # (TuneLMBR: the test below)
     profile.write_text(re.sub(r"^nmt_lambda = .*$", "nmt_lambda = 0.001", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     fnmt = DecodeFNMT(split="newstest2016", **params)
@@ -63,11 +78,6 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     assert record["lines"] == 20 and 0 <= record["bleu"]["score"] <= 100
     assert record["timings"]["nmt_decode"] == fnmt.signature()["stats"]["timings"]["nmt_decode"]
 
-    # LMBR pulls the Transformer (whose scores are flat after seconds of training) towards the PBMT lattices
-    pbmt = list(read_lines(DecodePBMT(split="newstest2016", **params).artifact_dir() / "translation.en"))
-    agree = [corpus_bleu(list(read_lines(t.artifact_dir() / "translation.en")), pbmt, "en").score
-             for t in (tnmt, ltnmt)]
-    assert agree[1] > agree[0] + 10, agree
     assert lnmt.signature()["params"]["nmt_lambda"] == 0.001
     pbmt_seconds = DecodePBMT(split="newstest2016", **params).signature()["stats"]["timings"]["pbmt_decode"]
     assert lnmt.signature()["stats"]["timings"]["pbmt_decode"] == pbmt_seconds
@@ -116,3 +126,39 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     assert [r["beam"] for r in figure2] == [1, 2, 4, 8, 12] and all(r["identical_outputs"] for r in figure2)
     assert [r["batch_sentences"] for r in figure3][:3] == [1, 2, 3] and figure3[0]["sorted_speedup"] == 1.0
     assert (folder / "speed_beam.png").stat().st_size > 1000 and (folder / "speed_sentences.png").is_file()
+
+
+def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_path):
+    data = tmp_path / "data"
+    write_pair(data, "train", sentence_pairs(300, seed=1))
+    write_pair(data, "dev", sentence_pairs(40, seed=2))
+    write_pair(data, "newstest2016", sentence_pairs(12, seed=3))
+    configs = deterministic_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^tune_sentences = 50 .*$", "tune_sentences = 20", profile.read_text(), flags=re.M)
+    text = re.sub(r"^grid_lambda = .*$", "grid_lambda = [0.001, 1.0]", text, flags=re.M)
+    # the tiny dev set's PBMT precisions are 100%: p = r = 1 gives no token more from L than Theta_0 costs; p - 0.5
+    # makes every n-gram of the lattice worth its cost, so that L can pull the output towards the lattice
+    profile.write_text(re.sub(r"^grid_p = .*$", "grid_p = [-0.5, 0.0]", text, flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    lnmt = DecodeLTNMT(split="newstest2016", **params)
+    tnmt = DecodeTNMT(split="newstest2016", **params)
+    assert build(lnmt, tnmt).status == LuigiStatusCode.SUCCESS
+    tuning = lnmt.requires()["tuning"]
+    record = json.loads((tuning.artifact_dir() / "lmbr.json").read_text())
+    grid = record["grid"]
+    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r
+    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0])) == 4
+    assert record["sentences"] == 20
+    best = max(grid, key=lambda point: point["bleu"])
+    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r")}
+    assert record["chosen"]["nmt_lambda"] == 0.001 and record["chosen"]["p"] == pytest.approx(start["p"] - 0.5)
+    lmatrix = lnmt.requires()["lmatrix"]
+    assert lmatrix.tuned_for == "TNMT" and lmatrix.theta().p == record["chosen"]["p"]
+    assert lmatrix.signature()["stats"]["theta"]["p"] == record["chosen"]["p"]
+    assert lnmt.signature()["params"]["nmt_lambda"] == "tuned" and lnmt.nmt_lambda() == record["chosen"]["nmt_lambda"]
+    # the tuned LMBR pulls the barely trained Transformer towards the PBMT lattices
+    pbmt = list(read_lines(DecodePBMT(split="newstest2016", **params).artifact_dir() / "translation.en"))
+    agree = [corpus_bleu(list(read_lines(t.artifact_dir() / "translation.en")), pbmt, "en").score
+             for t in (tnmt, lnmt)]
+    assert agree[1] > agree[0] + 10, agree

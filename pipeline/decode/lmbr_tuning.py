@@ -1,0 +1,63 @@
+"""Tuning LMBR decoding on a development set: a small grid over lambda, p and r (ALGORITHMS.md sections 1 and 3).
+
+p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid moves them by fixed offsets (kept in
+(0, 1]) and tries each with every lambda. Each point decodes the tuning sentences with L re-weighted by its theta
+(the posteriors are kept, only theta changes: LMatrix.with_theta) and is scored by the caller's BLEU. The best
+point wins; ties go to the earlier point in grid order (lambdas, then p, then r, as given).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+from lattices.lmatrix import LMatrix
+from lattices.theta import Theta
+
+__all__ = ["GridPoint", "ReweightedStore", "lmbr_grid", "tune_lmbr"]
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    nmt_lambda: float
+    p: float
+    r: float
+
+    def theta(self, convention: str, T: float) -> Theta:
+        return Theta.from_p_r(self.p, self.r, convention, T)
+
+
+def lmbr_grid(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
+              r_offsets: Sequence[float]) -> list[GridPoint]:
+    """Every (lambda, p0 + dp, r0 + dr), p and r clipped to [0.01, 1], duplicates dropped."""
+    def clip(x: float) -> float:
+        return round(min(1.0, max(0.01, x)), 6)
+
+    points = [GridPoint(float(lam), clip(p0 + dp), clip(r0 + dr))
+              for lam in lambdas for dp in p_offsets for dr in r_offsets]
+    return list(dict.fromkeys(points))
+
+
+class ReweightedStore:
+    """A store of L matrices (anything with ``get(sentences)``) seen under another theta."""
+
+    def __init__(self, store, theta: Theta) -> None:
+        self.store, self.theta = store, theta
+
+    def get(self, sentences: Sequence[int]) -> list[LMatrix]:
+        return [m.with_theta(self.theta) for m in self.store.get(sentences)]
+
+
+def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]],
+              score: Callable[[list[str]], float],
+              log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
+    """The best grid point by score(decode(point)), and every point's result (in grid order)."""
+    if not grid:
+        raise ValueError("the LMBR grid is empty")
+    results, best, best_score = [], None, float("-inf")
+    for point in grid:
+        value = score(decode(point))
+        results.append({**asdict(point), "bleu": value})
+        log(f"lambda {point.nmt_lambda:g}, p {point.p:g}, r {point.r:g}: BLEU {value:.2f}")
+        if value > best_score:
+            best, best_score = point, value
+    return best, results

@@ -1,0 +1,33 @@
+"""The LMBR grid: points, re-weighted L, and the choice of the best point."""
+import pytest
+
+from lattices.lmatrix import build_lmatrix
+from lattices.posteriors import ngram_posteriors
+from lattices.theta import Theta
+from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore, lmbr_grid, tune_lmbr
+from tests.pipeline.decode.test_lmbr import Store, chain_lattice
+
+
+def test_grid_moves_p_and_r_within_bounds_and_drops_duplicates():
+    grid = lmbr_grid(0.95, 0.5, [0.5, 1.0], [-0.1, 0.0, 0.1], [0.0])
+    assert grid == [GridPoint(0.5, 0.85, 0.5), GridPoint(0.5, 0.95, 0.5), GridPoint(0.5, 1.0, 0.5),
+                    GridPoint(1.0, 0.85, 0.5), GridPoint(1.0, 0.95, 0.5), GridPoint(1.0, 1.0, 0.5)]
+    assert len(lmbr_grid(1.0, 1.0, [1.0], [0.0, 0.1, 0.2], [0.0])) == 1  # all clipped to p = 1
+
+
+def test_reweighted_store_gives_l_under_the_new_theta():
+    matrix = build_lmatrix(ngram_posteriors(chain_lattice((4, 5))), Theta.from_p_r(0.6, 0.5), 6)
+    theta = Theta.from_p_r(0.8, 0.4, "scaled", 10.0)
+    (again,) = ReweightedStore(Store({0: matrix}), theta).get([0])
+    assert list(again.theta) == pytest.approx(list(theta.values))
+    expected = build_lmatrix(matrix.posteriors, theta, 6)
+    assert (again.dense_rows([0, 1]) == expected.dense_rows([0, 1])).all()
+
+
+def test_tune_picks_the_best_point_and_the_first_of_ties():
+    grid = lmbr_grid(0.5, 0.5, [0.25, 0.5, 1.0], [0.0], [0.0])
+    scores = {0.25: 10.0, 0.5: 12.0, 1.0: 12.0}
+    best, results = tune_lmbr(grid, lambda point: [str(point.nmt_lambda)], lambda hyps: scores[float(hyps[0])])
+    assert best == GridPoint(0.5, 0.5, 0.5) and [r["bleu"] for r in results] == [10.0, 12.0, 12.0]
+    with pytest.raises(ValueError, match="grid is empty"):
+        tune_lmbr([], lambda p: [], lambda h: 0.0)
