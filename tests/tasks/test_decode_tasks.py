@@ -113,6 +113,7 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     base_pbmt = DecodePBMT(split="newstest2016", **params)
     # research keeps the profile's PBMT limits and full lattices: it shares their artifacts
     assert research.requires()["lmatrix"].requires()["lattices"].artifact_dir() == base_pbmt.artifact_dir()
+    assert research.requires()["lmatrix"].artifact_dir() == lnmt.requires()["lmatrix"].artifact_dir()
     assert pbmt.artifact_dir() != base_pbmt.artifact_dir() and accelerated.artifact_dir().name.startswith(
         "LNMT-accelerated-newstest2016-")
     assert bleu.signature()["stats"]["timings"]["pbmt_decode"] == pbmt.signature()["stats"]["timings"]["pbmt_decode"]
