@@ -120,10 +120,9 @@ class LMatrixBatch:
         total = int(counts.sum())
         if total:
             owner = torch.repeat_interleave(torch.arange(B, device=self.device), counts, output_size=total)
-            first = torch.cumsum(counts, 0) - counts
-            within = torch.arange(total, device=self.device) - torch.repeat_interleave(first, counts,
-                                                                                        output_size=total)
-            idx = torch.repeat_interleave(starts, counts, output_size=total) + within
+            # entry k of the flattened list belongs to row owner[k]; its index in hi_* is starts - first + k
+            shift = starts - (torch.cumsum(counts, 0) - counts)
+            idx = shift[owner] + torch.arange(total, device=self.device)
             out.view(-1).index_add_(0, owner * V + self.hi_tokens[idx], self.hi_values[idx])
         return out
 
