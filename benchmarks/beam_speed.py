@@ -21,9 +21,7 @@ words (BPE merged). Prints tables and writes JSON and two PNGs (matplotlib, Agg)
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import random
 import sys
 from pathlib import Path
@@ -36,6 +34,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.translate import load_models  # noqa: E402
@@ -46,18 +46,6 @@ from pipeline.nmt.interface import Ensemble  # noqa: E402
 from pipeline.nmt.models import build_model, model_config  # noqa: E402
 from pipeline.text.bpe import merge_bpe  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
-
-
-def machine(threads: int) -> dict:
-    cpu = "unknown"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
-            "torch_threads": threads, "load_average_at_start": os.getloadavg(), "device": "cpu",
-            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "")}
 
 
 def load(args) -> tuple[Ensemble, Vocabulary, dict]:
@@ -157,10 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             summary["figure_c"] = streaming_vs_batching(model, ids, words, args.stream_pool, args.sentence_beam,
                                                         args.refill, args.runs, max_length, log)
     summary["machine"]["load_average_at_end"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     paths = plot(summary, args.out)
     summary["figures"] = [str(p) for p in paths]
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0
 

@@ -11,14 +11,15 @@ the baseline's. Fastest of --runs runs per configuration. Prints a table and wri
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources  # noqa: E402
+from beam_speed import REPO, load, sources  # noqa: E402
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.nmt.interface import Ensemble  # noqa: E402
@@ -69,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                "machine": machine(args.threads), "model": model_info, "data": info, "beam": args.beam,
                "batch_sentences": args.batch_sentences, "runs": args.runs, "results": rows}
     summary["machine"]["load_average_at_end"] = os.getloadavg()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(out, summary)
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import tempfile
@@ -25,7 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources  # noqa: E402
+from beam_speed import REPO, load, sources  # noqa: E402
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.scores import max_output_lengths  # noqa: E402
@@ -119,8 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                "int8": {"ours": "torch.ao.quantization.quantize_dynamic(nn.Linear, qint8)",
                         "ct2": "compute_type=int8"},
                "results": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import platform
 import shutil
@@ -25,6 +24,7 @@ from typing import IO
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pipeline.io import write_json  # noqa: E402
 from pipeline.lm import KenlmTools, perplexity, train_lm  # noqa: E402
 
 
@@ -111,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -16,7 +16,6 @@ Each configuration is timed --runs times, the fastest kept. Prints a table and w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -25,7 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beam_speed import REPO, load, machine, sources  # noqa: E402
+from beam_speed import REPO, load, sources  # noqa: E402
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
@@ -115,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                "theta": theta.signature(), "lmatrix": {k: stats[k] for k in ("sentences", "rows", "nnz")},
                "lmatrix_build_seconds": round(build_seconds, 3), "runs": runs, "overhead": overhead}
     summary["machine"]["load_average_at_end"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -14,9 +14,6 @@ else synthetic sentences (random ids, lengths drawn like the real ones: 5-60 tok
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -29,6 +26,8 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.nmt.models import limit_vocabulary, model_config  # noqa: E402
@@ -143,17 +142,6 @@ def dev_bleu(task: str, profile: str, work_dir: Path, architecture: str, threads
             "last_validation": stats["validation"], "averaged": averaged.signature()["stats"]["averaged"]}
 
 
-def machine(threads: int) -> dict:
-    cpu = "unknown"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
-            "torch_threads": threads, "load_average_at_start": os.getloadavg(), "device": "cpu"}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="small")
@@ -183,10 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"  {b['train_updates']:>7}  {b['train_seconds']:>7}  {b['target_tokens_per_second']:>9}  "
                   f"{b['stop_reason']}")
         out = args.out.with_name(args.out.stem + "_dev_bleu.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"benchmark": "nmt_dev_bleu", "command": " ".join([Path(sys.executable).name,
-                                   *sys.argv]), "profile": args.profile, "machine": machine(args.threads),
-                                   "results": bleu}, indent=2) + "\n", encoding="utf-8")
+        write_json(out, {"benchmark": "nmt_dev_bleu", "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                         "profile": args.profile, "machine": machine(args.threads), "results": bleu})
         print(f"wrote {out}", file=sys.stderr)
     if args.skip_throughput:
         return 0
@@ -209,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"profile {args.profile}, {args.threads} threads, {info['cpu']}, data {source['kind']}")
     for row in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

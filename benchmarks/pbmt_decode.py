@@ -10,7 +10,6 @@ paths override. Run from anywhere:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -23,6 +22,7 @@ sys.path.insert(0, str(REPO))
 
 import kenlm  # noqa: E402
 
+from pipeline.io import write_json  # noqa: E402
 from pipeline.config import CONFIG_DIR  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.smt.decoder import Decoder, DecoderSettings  # noqa: E402
@@ -139,8 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['stack_limit']:>6} {str(r['lattices']):>8} {r['seconds']:>8.2f} {r['words_per_minute']:>8.0f} "
               f"{r['hypotheses_per_word']:>9.1f} {r.get('states_per_word', float('nan')):>11.1f} "
               f"{r.get('arcs_per_word', float('nan')):>9.1f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -41,6 +41,7 @@ from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
 from lattices.posteriors import ngram_posteriors  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 from pipeline.vocab import SPECIALS, Vocabulary  # noqa: E402
 
 #: Theta from typical dev-set precisions (the numbers only scale L; they do not change the timings).
@@ -297,8 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                     "numpy": np.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                     "posterior_threads": 1, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

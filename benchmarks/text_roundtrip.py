@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
-import json
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 import sacrebleu  # noqa: E402
 
+from pipeline.io import write_json  # noqa: E402
 from pipeline.text import BpeSegmenter, TextProcessor, Truecaser, get_tokenizer, learn_bpe  # noqa: E402
 
 
@@ -126,9 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             print(f"{r.task:6} {r.lang:4} {r.dev_lines:6d} {r.bleu:7.2f} {r.differing_lines:7d} "
                   f"{r.differing_beyond_spaces:13d} {r.seconds:6.1f}", flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"train_lines": args.train_lines, "merges": args.merges, "results": [asdict(r) for r in results]}
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0
 

@@ -128,6 +128,14 @@ def _offsets(sizes: Iterable[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(list(sizes), dtype=np.int64)]).astype(np.int64)
 
 
+def _padded(sequences: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """[len, width] int32, each sequence left-aligned, -1 after it."""
+    out = np.full((len(sequences), width), -1, np.int32)
+    for k, seq in enumerate(sequences):
+        out[k, : len(seq)] = seq
+    return out
+
+
 def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any] | None = None) -> None:
     """Write several sentences' L (and posteriors) into one npz file, atomically."""
     if not matrices:
@@ -139,19 +147,9 @@ def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any
     order = orders.pop()
     hist_width = max(order - 1, 1)
     rows = [m.automaton.histories for m in matrices]
-    row_tokens = np.full((sum(len(r) for r in rows), hist_width), -1, np.int32)
-    k = 0
-    for hs in rows:
-        for h in hs:
-            row_tokens[k, : len(h)] = h
-            k += 1
     grams = [m.posteriors.ngrams for m in matrices]
-    ngram_tokens = np.full((sum(len(g) for g in grams), order), -1, np.int32)
-    k = 0
-    for gs in grams:
-        for g in gs:
-            ngram_tokens[k, : len(g)] = g
-            k += 1
+    row_tokens = _padded([h for hs in rows for h in hs], hist_width)
+    ngram_tokens = _padded([g for gs in grams for g in gs], order)
     cat = np.concatenate
     arrays = {
         "sentences": np.asarray([m.sentence for m in matrices], np.int64),

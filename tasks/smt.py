@@ -21,7 +21,7 @@ from pipeline.smt.symmetrize import grow_diag_final_and
 from pipeline.smt.weights import load_weights, save_weights
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
-from tasks.data import SplitTask, TrainTruecaser, TruecaseSplit, load_truecaser
+from tasks.data import TrainTruecaser, TruecaseSplit, load_truecaser
 from tasks.systems import VariantTask
 from tasks.lm import TrainLM
 

@@ -8,7 +8,6 @@ import gzip
 
 import pynini
 import pytest
-import torch
 
 from lattices.fst_io import read_lattice
 from pipeline import config

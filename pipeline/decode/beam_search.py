@@ -133,8 +133,7 @@ class BeamBatch:
         if other.t != self.t:
             raise ValueError(f"batches at steps {self.t} and {other.t} cannot be merged")
         beam = self.settings.beam
-        self.state = DecoderState.concat([self.state, other.state]) if isinstance(self.state, DecoderState) \
-            else self.state + other.state
+        self.state = DecoderState.concat([self.state, other.state])
         self.hook.merge(other.hook)
         self.row_slot = torch.cat([self.row_slot, other.row_slot + self.active * beam])
         self.scores = torch.cat([self.scores, other.scores])

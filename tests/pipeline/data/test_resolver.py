@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from pipeline import config
-from pipeline.config import DownloadConfig
 from pipeline.data.resolver import CHECKOUT, DataResolver, default_data_dir
 from pipeline.errors import DataError
 from pipeline.io import read_lines
