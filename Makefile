@@ -6,6 +6,7 @@ VENV := .venv
 TOOLS := tools
 PROFILE ?= tiny
 OUT ?= results/$(PROFILE)
+WORKERS ?= 2
 ARGS ?=
 
 VENV_STAMP := $(VENV)/.installed
@@ -28,7 +29,7 @@ $(KENLM_STAMP): constraints.txt | system $(VENV_STAMP)
 	@scripts/build-kenlm.sh $(TOOLS) $(VENV)/bin/python
 
 reproduce: install
-	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) $(ARGS)
+	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) --workers $(WORKERS) $(ARGS)
 
 test: install
 	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)

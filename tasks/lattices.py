@@ -32,6 +32,7 @@ class BuildLMatrix(VariantTask):
 
     tuned_for = luigi.Parameter(default="", description="FNMT or TNMT: theta's p and r from TuneLMBR of those "
                                                         "models ('': from the PBMT's tune-set precisions)")
+    sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {
@@ -50,7 +51,8 @@ class BuildLMatrix(VariantTask):
         lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k in LMATRIX_SETTINGS}
         # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
         tuned = {"tuned_for": self.tuned_for} if self.tuned_for else {}
-        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned}
+        first = {"sentences": self.sentences} if self.sentences else {}
+        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned, **first}
 
     def label(self) -> str:
         return f"{self.split}-{self.tuned_for}" if self.tuned_for else self.split
@@ -74,6 +76,8 @@ class BuildLMatrix(VariantTask):
         inputs = self.requires()
         lattice_dir = inputs["lattices"].artifact_dir() / "lattices"
         paths = sorted(lattice_dir.glob("*.fst"), key=lambda p: int(p.stem))
+        if self.sentences:
+            paths = paths[:self.sentences]
         workers = max(1, min(self.processes, len(paths)))
         shards = [paths[k::workers] for k in range(workers)]
         jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",

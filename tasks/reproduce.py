@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -40,6 +41,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
     p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>)")
     p.add_argument("--workers", type=int, default=1, help="Luigi workers: tasks run in parallel")
+    p.add_argument("--processes", type=int,
+                   help="processes or threads one task may use (default: luigi.cfg [lmbr] processes with one "
+                        "worker, else the machine's cores divided among the workers)")
     p.add_argument("--scheduler-host", help="central luigid host (default: a local scheduler in this process)")
     p.add_argument("--scheduler-port", type=int, default=8082, help="central luigid port")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
@@ -71,13 +75,22 @@ def _finished(task: luigi.Task, seconds: float) -> None:
     print(f"[done] {task} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
 
+def task_processes(processes: int | None, workers: int) -> int | None:
+    """--processes, else with several workers the cores shared among them (None: luigi.cfg's setting)."""
+    if processes is not None or workers <= 1:
+        return processes
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def run(args: argparse.Namespace) -> int:
     tasks = _choose(args.tasks, tuple(configs.available("tasks")), tuple(configs.available("tasks")), "task(s)")
     systems = _choose(args.systems, PAPER_SYSTEMS, PAPER_SYSTEMS, "system(s)")
+    if args.workers < 1 or (args.processes is not None and args.processes < 1):
+        raise PipelineError("--workers and --processes must be at least 1")
     for task in tasks:
         resolve_eval_split(configs.load_task(task), args.eval_set)
-    shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir))
-              if v is not None}
+    shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir),
+                                ("processes", task_processes(args.processes, args.workers))) if v is not None}
     profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
     variants = tuple(configs.load_profile(profile).variants)
     table2 = _choose(args.table2_tasks, tuple(configs.available("tasks")), tuple(tasks), "Table 2 task(s)")

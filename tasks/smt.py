@@ -108,6 +108,10 @@ class PbmtModelTask(PipelineTask):
         lm = kenlm.Model(str(inputs["lm"].artifact_dir() / "lm.bin"))
         return Decoder(table, lm, weights, decoder_settings(self))
 
+    def decoding_processes(self) -> int:
+        """The profile's decoding processes, at most the task's `processes` (what its worker may use)."""
+        return max(1, min(self.profile_config.pbmt.workers, self.processes))
+
 
 class TunePBMT(PbmtModelTask):
     """Log-linear weights by MERT on the task's tuning split, from Moses' default weights."""
@@ -141,7 +145,7 @@ class TunePBMT(PbmtModelTask):
 
         def decode(weights: Weights):
             decoder.weights = weights
-            results = decode_all(Job(decoder, source, nbest=settings.nbest), self.profile_config.pbmt.workers,
+            results = decode_all(Job(decoder, source, nbest=settings.nbest), self.decoding_processes(),
                                  desc="mert")
             return [r.nbest for r in results]
 
@@ -182,7 +186,8 @@ class DecodePBMT(VariantTask, PbmtModelTask):
         weights_file = load_weights(inputs["weights"].artifact_dir() / "weights.json")
         decoder = self.decoder(sentences, weights_file.weights)
         loaded = time.perf_counter()
-        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=out / "lattices"), p.workers,
+        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=out / "lattices"),
+                             self.decoding_processes(),
                              desc=f"pbmt {self.split}")
         decoded = time.perf_counter()
         processor = TextProcessor(
