@@ -59,6 +59,7 @@ class PipelineTask(luigi.Task):
     stage: ClassVar[str] = ""
     parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
     memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
+    batch: ClassVar[bool] = False     # heavy: runs as a batch job when luigi.cfg's [cluster] scheduler is not local
 
     def needs(self) -> dict[str, int]:
         """What this task uses while it runs: `cpu` (its processes), `memory_mb`, and `gpu` when it would use one."""
@@ -132,6 +133,16 @@ class PipelineTask(luigi.Task):
         return read_json(self.artifact_dir() / "signature.json")
 
     def run(self) -> None:
+        """Build here, or as a batch job when luigi.cfg's [cluster] scheduler says so and this is a heavy stage."""
+        from tasks.cluster import run_as_job, submits
+
+        if submits(self):
+            run_as_job(self)
+        else:
+            self.build_artifact()
+
+    def build_artifact(self) -> None:
+        """Build the artifact in a temporary folder and rename it into place with its signature."""
         final = self.artifact_dir()
         remove_stale_temporaries(final.parent, final.name)
         started = time.time()

@@ -29,6 +29,7 @@ class DecodeNMT(VariantTask):
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 
     stage = "nmt-decode"
+    batch = True
     parallel, memory_mb = True, 3000
 
     def uses_gpu(self) -> bool:

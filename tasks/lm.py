@@ -14,6 +14,7 @@ class TrainLM(PipelineTask):
     """KenLM model (ARPA + binary) on the truecased target words of the training data."""
 
     stage = "lm"
+    batch = True
     memory_mb = 2500  # lmplz -S (the profile's lm.memory) and build_binary
 
     def requires(self) -> dict[str, TruecaseSplit]:

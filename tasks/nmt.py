@@ -49,6 +49,7 @@ class TrainNMT(NmtModelTask):
     """One trained model: checkpoints/checkpoint-<update>.pt (the last K), vocab.<lang>.json, metrics.csv."""
 
     stage = "nmt"
+    batch = True
     parallel, memory_mb = True, 4000
 
     def uses_gpu(self) -> bool:

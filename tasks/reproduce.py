@@ -39,6 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help=f"evaluation set: {', '.join(EVAL_SET_ALIASES)} or a split name of the task configs")
     p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, ../shared/data)")
     p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
+    p.add_argument("--config-dir", help="folder of tasks/*.toml and profiles/*.toml (default: the checkout's configs)")
     p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>)")
     p.add_argument("--workers", type=int, default=1, help="Luigi workers: tasks run in parallel")
     p.add_argument("--processes", type=int,
@@ -83,17 +84,21 @@ def task_processes(processes: int | None, workers: int) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    tasks = _choose(args.tasks, tuple(configs.available("tasks")), tuple(configs.available("tasks")), "task(s)")
-    systems = _choose(args.systems, PAPER_SYSTEMS, PAPER_SYSTEMS, "system(s)")
     if args.workers < 1 or (args.processes is not None and args.processes < 1):
         raise PipelineError("--workers and --processes must be at least 1")
+    config_dir = Path(args.config_dir or luigi.configuration.get_config().get("lmbr", "config_dir",
+                                                                              str(configs.CONFIG_DIR)))
+    known = tuple(configs.available("tasks", config_dir))
+    tasks = _choose(args.tasks, known, known, "task(s)")
+    systems = _choose(args.systems, PAPER_SYSTEMS, PAPER_SYSTEMS, "system(s)")
     for task in tasks:
-        resolve_eval_split(configs.load_task(task), args.eval_set)
+        resolve_eval_split(configs.load_task(task, config_dir), args.eval_set)
     shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir),
+                                ("config_dir", args.config_dir),
                                 ("processes", task_processes(args.processes, args.workers))) if v is not None}
     profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
-    variants = tuple(configs.load_profile(profile).variants)
-    table2 = _choose(args.table2_tasks, tuple(configs.available("tasks")), tuple(tasks), "Table 2 task(s)")
+    variants = tuple(configs.load_profile(profile, config_dir).variants)
+    table2 = _choose(args.table2_tasks, known, tuple(tasks), "Table 2 task(s)")
     reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems),
                           variants=variants if t in table2 else (), **shared) for t in tasks]
 

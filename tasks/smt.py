@@ -47,6 +47,7 @@ class AlignWords(PipelineTask):
     """eflomal alignments of the training words both ways, and their grow-diag-final-and symmetrisation."""
 
     stage = "align"
+    batch = True
     parallel, memory_mb = True, 4000
 
     def requires(self) -> TruecaseSplit:
@@ -74,6 +75,7 @@ class BuildPhraseTable(PipelineTask):
     """The phrase table of the training data: Moses text (gzip) and the fast form."""
 
     stage = "phrases"
+    batch = True
     parallel, memory_mb = True, 6000
 
     def requires(self) -> dict[str, PipelineTask]:
@@ -117,6 +119,7 @@ class TunePBMT(PbmtModelTask):
     """Log-linear weights by MERT on the task's tuning split, from Moses' default weights."""
 
     stage = "mert"
+    batch = True
     parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:
@@ -164,6 +167,7 @@ class DecodePBMT(VariantTask, PbmtModelTask):
     """PBMT translation of a split: detokenized text, tokenized 1-best, n-best list and one lattice per sentence."""
 
     stage = "pbmt"
+    batch = True
     parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:

@@ -49,3 +49,29 @@ def data_dir(tmp_path: Path) -> Path:
     write_pair(folder, "dev", sentence_pairs(40, seed=2))
     write_pair(folder, "newstest2016", sentence_pairs(30, seed=3))
     return folder
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory) -> Path:
+    """A real single-node Slurm on loopback for the session (scripts/slurm-local.sh: installed when missing, stopped
+    at the end with nothing left running). Yields the folder of its files; clients need SLURM_CONF."""
+    import shutil
+    import subprocess
+
+    from pipeline.data.resolver import CHECKOUT
+
+    if shutil.which("slurmctld") is None and os.geteuid() != 0:
+        pytest.skip("Slurm is not installed and installing it needs root (scripts/slurm-local.sh install)")
+    folder = tmp_path_factory.mktemp("slurm")
+    script = str(CHECKOUT / "scripts" / "slurm-local.sh")
+    subprocess.run([script, "start", str(folder)], check=True)
+    previous = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(folder / "slurm.conf")
+    try:
+        yield folder
+    finally:
+        subprocess.run([script, "stop", str(folder)], check=True)
+        if previous is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = previous
