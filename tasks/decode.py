@@ -47,9 +47,8 @@ class DecodeNMT(VariantTask):
         if self.lmbr:
             from tasks.lattices import BuildLMatrix
 
-            tuned = self.models if self.profile_config.lmbr.tune else ""
-            required["lmatrix"] = self.clone(BuildLMatrix, tuned_for=tuned)
-            if tuned:
+            required["lmatrix"] = self.clone(BuildLMatrix)
+            if self.profile_config.lmbr.tune:
                 from tasks.tuning import TuneLMBR
 
                 required["tuning"] = self.clone(TuneLMBR, models=self.models)
@@ -76,15 +75,27 @@ class DecodeNMT(VariantTask):
         variant, decode = self.variant_config(), self.profile_config.decode
         return (variant.beam, variant.threshold) if variant else (decode.beam, decode.threshold)
 
+    def lmatrix_store(self):
+        """The split's L matrices; with LMBR tuning, its posteriors under the theta TuneLMBR chose (rebuilt per
+        batch: the posteriors are the costly part and are computed once for all systems)."""
+        from lattices.lmatrix import LMatrixStore
+        from lattices.theta import Theta
+        from pipeline.decode.lmbr_tuning import ReweightedStore
+
+        store = LMatrixStore(sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        lmbr = self.profile_config.lmbr
+        if not lmbr.tune:
+            return store
+        chosen = read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+        return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
+
     def hook_factory(self, models: LoadedModels):
         """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i)."""
         if not self.lmbr:
             return None
-        from lattices.lmatrix import LMatrixStore
         from pipeline.decode.lmbr import lmbr_hook_factory
 
-        shards = sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz"))
-        return lmbr_hook_factory(LMatrixStore(shards), models.tgt_vocab.bos_id, vocab_size=len(models.tgt_vocab))
+        return lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, vocab_size=len(models.tgt_vocab))
 
     def build(self, out: Path) -> dict[str, Any]:
         torch.set_num_threads(max(1, self.processes))

@@ -14,7 +14,7 @@ from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
 from lattices.lmatrix import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.lmbr_tuning import lmbr_grid
+from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid
 from pipeline.nmt.system import load_system
 from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem
 from tasks.decode import DecodeLNMT, DecodeLTNMT
@@ -154,9 +154,9 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     best = max(grid, key=lambda point: point["bleu"])
     assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r")}
     assert record["chosen"]["nmt_lambda"] == 0.001 and record["chosen"]["p"] == pytest.approx(start["p"] - 0.5)
-    lmatrix = lnmt.requires()["lmatrix"]
-    assert lmatrix.tuned_for == "TNMT" and lmatrix.theta().p == record["chosen"]["p"]
-    assert lmatrix.signature()["stats"]["theta"]["p"] == record["chosen"]["p"]
+    store = lnmt.lmatrix_store()  # the split's posteriors, once for all systems, under the chosen theta
+    assert isinstance(store, ReweightedStore) and store.theta.p == record["chosen"]["p"]
+    assert store.get([0])[0].signature["theta"]["p"] == record["chosen"]["p"]
     assert lnmt.signature()["params"]["nmt_lambda"] == "tuned" and lnmt.nmt_lambda() == record["chosen"]["nmt_lambda"]
     # the tuned LMBR pulls the barely trained Transformer towards the PBMT lattices
     pbmt = list(read_lines(DecodePBMT(split="newstest2016", **params).artifact_dir() / "translation.en"))
