@@ -83,6 +83,16 @@ def task_processes(processes: int | None, workers: int) -> int | None:
     return max(1, (os.cpu_count() or 1) // workers)
 
 
+def share_the_scheduler() -> None:
+    """With a central luigid, this worker stays while other workers run tasks it waits for (Luigi's keep_alive),
+    and leaves after [lmbr] idle_minutes (default 10) with nothing to run, e.g. when another worker's task failed."""
+    config = luigi.configuration.get_config()
+    idle = config.get("lmbr", "idle_minutes", "10")
+    config.set("worker", "keep_alive", "true")
+    if not config.has_option("worker", "max_keep_alive_idle_duration"):
+        config.set("worker", "max_keep_alive_idle_duration", f"{idle} minutes")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or (args.processes is not None and args.processes < 1):
         raise PipelineError("--workers and --processes must be at least 1")
@@ -103,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
                           variants=variants if t in table2 else (), **shared) for t in tasks]
 
     started = time.time()
+    if args.scheduler_host:
+        share_the_scheduler()
     scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}
                  if args.scheduler_host else {"local_scheduler": True})
     result = luigi.build(reports, workers=args.workers, detailed_summary=True,

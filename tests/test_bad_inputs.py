@@ -5,6 +5,7 @@ model loading, atomic writes) and asserts the message: the file, the line or key
 """
 import errno
 import gzip
+import re
 
 import pynini
 import pytest
@@ -144,11 +145,62 @@ def test_a_full_disk_during_a_write_is_named_and_leaves_the_old_file_intact(tmp_
     assert [p.name for p in tmp_path.iterdir()] == ["translation.en.gz"]  # no temporary file left
 
 
+def test_a_slurm_job_cancelled_from_outside_fails_with_its_log_and_keeps_the_inputs(tmp_path, data_dir,
+                                                                                    slurm_cluster):
+    """scancel of a running job: the worker's task fails naming the job, its end state and its log; what the job's
+    stage needed stays complete, and a rerun builds the stage."""
+    import subprocess
+    import threading
+    import time
+
+    import luigi.configuration
+
+    from pipeline.cluster.slurm import SlurmError
+    from tasks import TrainLM
+    from tests.tasks.helpers import build, shared_params
+
+    lm = TrainLM(**shared_params(tmp_path, data_dir))
+    inputs = lm.inputs()
+    assert build(*inputs).status.name == "SUCCESS"
+    config = luigi.configuration.get_config()
+    config.set("cluster", "scheduler", "slurm")
+    config.set("cluster", "poll_seconds", "0.2")
+    errors = []
+    try:
+        worker = threading.Thread(target=lambda: errors.append(_raised(lm.run)))
+        worker.start()
+        for _ in range(300):  # cancel the job once it runs
+            running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True,
+                                     text=True).stdout.split()
+            if running:
+                subprocess.run(["scancel", running[0]], check=True)
+                break
+            time.sleep(0.05)
+        worker.join(timeout=120)
+    finally:
+        config.set("cluster", "scheduler", "local")
+    (error,) = errors
+    assert isinstance(error, SlurmError)
+    assert re.search(r"Slurm job \d+ for lm of ger-eng ended CANCELLED.*; log: \S+/logs/lm\.lm-\w+\.\d+\.log",
+                     str(error)), error
+    assert not lm.complete() and all(task.complete() for task in inputs)
+    lm.run()  # local again: the rerun builds it
+    assert lm.complete()
+
+
+def _raised(call) -> BaseException | None:
+    try:
+        call()
+    except BaseException as e:  # noqa: BLE001 - the test inspects it
+        return e
+    return None
+
+
 def test_catalogue_is_documented_in_the_readme():
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## When the input is bad", 1)[1].split("\n## ", 1)[0]
     for topic in ("line counts", "UTF-8", "empty", "over-long", "missing split", "unknown config key", "lattice",
-                  "vocabulary", "checkpoint", "disk is full"):
+                  "vocabulary", "checkpoint", "disk is full", "Slurm job"):
         assert topic in section, topic

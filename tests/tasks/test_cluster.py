@@ -174,3 +174,44 @@ def _running_job(process: subprocess.Popen, skip: int, delay: float) -> str | No
             skip = len(seen)  # it ended meanwhile: take the next one
         time.sleep(0.1)
     return None
+
+
+def test_two_workers_on_one_luigid_build_the_dag_once(setup, reference, tmp_path):
+    """A central scheduler (luigid) on loopback; two reproduce-table processes share it and one work folder."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "logs").mkdir()
+    luigid = subprocess.Popen([str(Path(sys.executable).parent / "luigid"), "--address", "127.0.0.1", "--port",
+                               str(port), "--state-path", str(tmp_path / "luigid.state"), "--logdir",
+                               str(tmp_path / "logs")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("luigid did not listen within 10 s")
+        extra = ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(port)]
+        workers = [subprocess.Popen(command(setup, "shared") + extra, cwd=CHECKOUT,
+                                    env=environment(setup, "local"), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        errors = []
+        for worker in workers:
+            _, err = worker.communicate(timeout=1800)
+            errors.append(err)
+    finally:
+        os.killpg(luigid.pid, signal.SIGTERM)
+        luigid.wait(timeout=30)
+    started = [line for err in errors for line in err.splitlines() if line.startswith("[start]")]
+    assert len(started) == len(set(started)), "a task ran twice"
+    assert all(any(line.startswith("[start]") for line in err.splitlines()) for err in errors), \
+        "both workers took part"
+    assert all(w.returncode in (0, 1) for w in workers) and any(w.returncode == 0 for w in workers), errors
+    # the worker that finished last wrote the table; either way the table is the reference's
+    assert scores(setup, "shared") == reference["scores"]
