@@ -13,7 +13,7 @@ import platform
 import socket
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import luigi
 
@@ -38,6 +38,13 @@ def _setting(name: str) -> dict[str, str]:
     return {"section": "lmbr", "name": name}
 
 
+def shard_bounds(total: int, shard: int, shards: int) -> tuple[int, int]:
+    """[first, last) of part `shard` of `shards` consecutive, near-equal pieces of `total` items."""
+    if not 0 <= shard < shards:
+        raise ValueError(f"shard {shard} of {shards}")
+    return total * shard // shards, total * (shard + 1) // shards
+
+
 class PipelineTask(luigi.Task):
     """A stage of one translation task under one profile. Subclasses set `stage` and write `build()`."""
 
@@ -60,6 +67,7 @@ class PipelineTask(luigi.Task):
     parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
     memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
     batch: ClassVar[bool] = False     # heavy: runs as a batch job when luigi.cfg's [cluster] scheduler is not local
+    shardable: ClassVar[bool] = False  # defines build_shard / merge_shards: [cluster] decode_shards jobs
 
     def needs(self) -> dict[str, int]:
         """What this task uses while it runs: `cpu` (its processes), `memory_mb`, and `gpu` when it would use one."""
@@ -103,6 +111,15 @@ class PipelineTask(luigi.Task):
         """Write the artifact into `out` (a temporary folder); return statistics for the signature."""
         raise NotImplementedError
 
+    # Sharded stages (decoding a split as several batch jobs) also define these two:
+    def build_shard(self, out: Path, shard: int, shards: int) -> dict[str, Any]:
+        """Write part `shard` of `shards` (consecutive pieces of the input, in order) into `out`."""
+        raise NotImplementedError(f"{type(self).__name__} is not sharded")
+
+    def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]:
+        """Write the artifact into `out` from the parts' folders (in order); return statistics."""
+        raise NotImplementedError(f"{type(self).__name__} is not sharded")
+
     def inputs(self) -> list["PipelineTask"]:
         return list(luigi.task.flatten(self.requires()))
 
@@ -141,13 +158,14 @@ class PipelineTask(luigi.Task):
         else:
             self.build_artifact()
 
-    def build_artifact(self) -> None:
-        """Build the artifact in a temporary folder and rename it into place with its signature."""
+    def build_artifact(self, build: Callable[[Path], dict[str, Any]] | None = None) -> None:
+        """Build the artifact (with `build`, default self.build) in a temporary folder and rename it into place
+        with its signature."""
         final = self.artifact_dir()
         remove_stale_temporaries(final.parent, final.name)
         started = time.time()
         with atomic_dir(final) as tmp:
-            stats = self.build(tmp)
+            stats = (build or self.build)(tmp)
             params = self.signature_params()
             write_json(tmp / "signature.json", {
                 "signature": format_signature({k: v for k, v in params.items() if k != "inputs"}),

@@ -5,6 +5,7 @@
     poll_seconds = 5
     partition =              # every job's partition ('' : the cluster's default)
     time_minutes = 0         # every job's time limit (0: the partition's)
+    decode_shards = 1        # jobs per decoded split (PBMT and NMT decoding), merged in order
     [cluster.nmt]            # one stage's requests (the stage names of the artifact folders)
     cores = 4
     memory_mb = 8000
@@ -19,6 +20,7 @@ it had submitted instead of starting a second one.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,33 +75,73 @@ def job_command(task: "PipelineTask") -> list[str]:
     return [sys.executable, "-m", "tasks.job", cls.__module__, cls.__name__, json.dumps(task.to_str_params())]
 
 
+def shards(task: "PipelineTask") -> int:
+    """Jobs to split the task into: [cluster] decode_shards for the sharded stages (decoding), else 1."""
+    if not task.shardable:
+        return 1
+    raw = luigi.configuration.get_config().get("cluster", "decode_shards", "1").strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"luigi.cfg [cluster] decode_shards = {raw!r}: must be a whole number >= 1")
+    return int(raw)
+
+
 def run_as_job(task: "PipelineTask") -> None:
-    """Submit (or adopt) the job that builds `task`, wait for it, and check that it left a complete artifact."""
+    """Build `task` by batch jobs: one job, or `shards` jobs whose parts (consecutive pieces of the split, each
+    written atomically and kept across reruns) this worker then merges in order."""
     final = task.artifact_dir()
     final.parent.mkdir(parents=True, exist_ok=True)
-    id_file = final.parent / f"{final.name}.job"
-    log_dir = Path(task.work_dir) / task.profile / task.task_name / "logs"
-    job_id = _running_job(id_file)
-    if job_id is None:
-        log_pattern = log_dir / f"{task.stage}.{final.name}.%j.log"
-        job_id = slurm.submit(job_command(task), f"{task.stage}-{task.task_name}", log_pattern, job_request(task),
-                              Path.cwd())
-        write_text(id_file, job_id + "\n")
-        print(f"[slurm] {task}: job {job_id}", file=sys.stderr, flush=True)
-    else:
-        print(f"[slurm] {task}: waiting for job {job_id}, submitted by an earlier run", file=sys.stderr, flush=True)
-    log = log_dir / f"{task.stage}.{final.name}.{job_id}.log"
+    n = shards(task)
+    if n == 1:
+        _run_jobs(task, {"": job_command(task)})
+        if not task.complete():
+            raise slurm.SlurmError(f"the Slurm job for {task.stage} of {task.task_name} completed but left no "
+                                   f"complete artifact at {final}; see {_log_dir(task)}")
+        return
+    folder = final.parent / f"{final.name}.parts"
+    parts = [folder / f"{k:03d}" for k in range(n)]
+    _run_jobs(task, {f".{k:03d}": job_command(task) + [str(k), str(n), str(part)]
+                     for k, part in enumerate(parts) if not part.exists()})
+    missing = [str(part) for part in parts if not part.exists()]
+    if missing:
+        raise slurm.SlurmError(f"the Slurm jobs of {task.stage} of {task.task_name} left no part {', '.join(missing)}")
+    task.build_artifact(lambda out: {**task.merge_shards(parts, out), "shards": n})
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _log_dir(task: "PipelineTask") -> Path:
+    return Path(task.work_dir) / task.profile / task.task_name / "logs"
+
+
+def _run_jobs(task: "PipelineTask", commands: dict[str, list[str]]) -> None:
+    """Submit (or adopt) one job per command, wait for all, and raise naming every job that did not succeed."""
+    final = task.artifact_dir()
+    jobs: dict[str, tuple[str, Path]] = {}
+    for suffix, command in commands.items():
+        id_file = final.parent / f"{final.name}{suffix}.job"
+        job_id = _running_job(id_file)
+        if job_id is None:
+            pattern = _log_dir(task) / f"{task.stage}.{final.name}{suffix}.%j.log"
+            job_id = slurm.submit(command, f"{task.stage}-{task.task_name}", pattern, job_request(task), Path.cwd())
+            write_text(id_file, job_id + "\n")
+            print(f"[slurm] {task}: job {job_id}", file=sys.stderr, flush=True)
+        else:
+            print(f"[slurm] {task}: waiting for job {job_id}, submitted by an earlier run", file=sys.stderr,
+                  flush=True)
+        jobs[job_id] = (suffix, id_file)
     poll = float(luigi.configuration.get_config().get("cluster", "poll_seconds", "5"))
-    with slurm.cancel_on_stop(job_id):
-        ended = slurm.wait(job_id, poll)
-    id_file.unlink(missing_ok=True)
-    if not ended.succeeded or not task.complete():
-        how = f"{ended.state}" + (f", exit code {ended.exit_code}" if ended.exit_code is not None else "")
-        if ended.succeeded:
-            how += ", but the artifact is not complete"
-        last = "\n".join(slurm.tail(log, 15))
-        raise slurm.SlurmError(f"Slurm job {job_id} for {task.stage} of {task.task_name} ended {how}; "
-                               f"log: {log}" + (f"\n--- last lines of the log ---\n{last}" if last else ""))
+    failures = []
+    with slurm.cancel_on_stop(*jobs):
+        for job_id, (suffix, id_file) in jobs.items():
+            ended = slurm.wait(job_id, poll)
+            id_file.unlink(missing_ok=True)
+            if not ended.succeeded:
+                log = _log_dir(task) / f"{task.stage}.{final.name}{suffix}.{job_id}.log"
+                how = ended.state + (f", exit code {ended.exit_code}" if ended.exit_code is not None else "")
+                last = "\n".join(slurm.tail(log, 15))
+                failures.append(f"Slurm job {job_id} for {task.stage} of {task.task_name} ended {how}; log: {log}"
+                                + (f"\n--- last lines of the log ---\n{last}" if last else ""))
+    if failures:
+        raise slurm.SlurmError("\n".join(failures))
 
 
 def _running_job(id_file: Path) -> str | None:

@@ -18,7 +18,7 @@ from pipeline.nmt.speedups import CpuSpeedups
 from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
-from tasks.base import PipelineTask
+from tasks.base import PipelineTask, shard_bounds
 from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
 from tasks.nmt import NMTSystem
 from tasks.systems import VariantTask
@@ -29,7 +29,7 @@ class DecodeNMT(VariantTask):
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 
     stage = "nmt-decode"
-    batch = True
+    batch = shardable = True
     parallel, memory_mb = True, 3000
 
     def uses_gpu(self) -> bool:
@@ -89,15 +89,21 @@ class DecodeNMT(VariantTask):
         chosen = read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
         return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
 
-    def hook_factory(self, models: LoadedModels):
-        """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i)."""
+    def hook_factory(self, models: LoadedModels, lines: range | None = None):
+        """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i); a shard's line j is the
+        split's line lines[j]."""
         if not self.lmbr:
             return None
         from pipeline.decode.lmbr import lmbr_hook_factory
 
-        return lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, vocab_size=len(models.tgt_vocab))
+        return lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, sentence_ids=lines,
+                                 vocab_size=len(models.tgt_vocab))
 
     def build(self, out: Path) -> dict[str, Any]:
+        return self.build_shard(out, 0, 1)
+
+    def build_shard(self, out: Path, shard: int, shards: int) -> dict[str, Any]:
+        """Translate lines [shard * N / shards, (shard + 1) * N / shards) of the split into `out`."""
         torch.set_num_threads(max(1, self.processes))
         source, target = self.config.source, self.config.target
         inputs, decode = self.requires(), self.profile_config.decode
@@ -110,6 +116,7 @@ class DecodeNMT(VariantTask):
         models = load_models(members, device, speedups)
         loaded = time.perf_counter()
         lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
+        first, last = shard_bounds(len(lines), shard, shards)
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
@@ -117,10 +124,10 @@ class DecodeNMT(VariantTask):
         settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=self.nmt_lambda() if self.lmbr else 1.0)
-        result = translate_lines(lines, models, settings, processor, source=None,
+        result = translate_lines(lines[first:last], models, settings, processor, source=None,
                                  batch_sentences=decode.batch_sentences, sort=decode.sort,
-                                 hook_factory=self.hook_factory(models), streaming=decode.streaming,
-                                 refill=decode.refill)
+                                 hook_factory=self.hook_factory(models, range(first, last)),
+                                 streaming=decode.streaming, refill=decode.refill)
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
@@ -128,6 +135,22 @@ class DecodeNMT(VariantTask):
                             "nmt_decode": stats["timings"]["nmt_decode"],
                             "postprocess": stats["timings"]["postprocess"]}
         return stats
+
+    def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]:
+        """The parts' translations in order; counts and decoding seconds summed (the work, not the wall time)."""
+        target = self.config.target
+        for name in (f"translation.{target}", f"bpe.{target}"):
+            write_lines(out / name, (line for part in parts for line in read_lines(part / name)))
+        stats = [read_json(part / "part.json")["stats"] for part in parts]
+        merged = dict(stats[0])
+        for key in ("sentences", "decoded_sentences", "source_words", "target_words", "backoff_sentences"):
+            merged[key] = sum(s[key] for s in stats)
+        merged["seconds"] = round(sum(s["seconds"] for s in stats), 3)
+        merged["words_per_minute"] = round(60 * merged["source_words"] / max(merged["seconds"], 1e-9), 1)
+        merged["timings"] = {**stats[0]["timings"],
+                             **{k: round(sum(s["timings"][k] for s in stats), 3)
+                                for k in ("nmt_load", "nmt_decode", "postprocess")}}
+        return merged
 
     def upstream_timings(self) -> dict[str, float]:
         """LMBR: the split's phrase-based decoding and posteriors + L, the first two phases of the hybrid pipeline

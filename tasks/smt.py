@@ -8,7 +8,7 @@ from typing import Any
 
 import kenlm
 
-from pipeline.io import read_lines, write_json, write_lines
+from pipeline.io import read_json, read_lines, write_json, write_lines
 from pipeline.smt.align import AlignerSettings, align, format_links, parse_links
 from pipeline.smt.decoder import Decoder, DecoderSettings
 from pipeline.smt.features import Weights
@@ -20,7 +20,7 @@ from pipeline.smt.phrase_table import FORMAT_VERSION, FastPhraseTable
 from pipeline.smt.symmetrize import grow_diag_final_and
 from pipeline.smt.weights import load_weights, save_weights
 from pipeline.text import TextProcessor, get_tokenizer
-from tasks.base import PipelineTask
+from tasks.base import PipelineTask, shard_bounds
 from tasks.data import TrainTruecaser, TruecaseSplit, load_truecaser
 from tasks.systems import VariantTask
 from tasks.lm import TrainLM
@@ -167,7 +167,7 @@ class DecodePBMT(VariantTask, PbmtModelTask):
     """PBMT translation of a split: detokenized text, tokenized 1-best, n-best list and one lattice per sentence."""
 
     stage = "pbmt"
-    batch = True
+    batch = shardable = True
     parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:
@@ -183,17 +183,27 @@ class DecodePBMT(VariantTask, PbmtModelTask):
         return self.split
 
     def build(self, out: Path) -> dict[str, Any]:
+        return self.finish(out, [self.build_shard(out, 0, 1)])
+
+    def build_shard(self, out: Path, shard: int, shards: int) -> dict[str, Any]:
+        """Decode sentences [shard * N / shards, (shard + 1) * N / shards) of the split into `out`: words,
+        translation and n-best lines, lattices named by their index in the whole split."""
         source, target = self.config.source, self.config.target
         inputs, p = self.requires(), self.profile_config.pbmt
         started = time.perf_counter()
         sentences = split_words(inputs["words"].artifact_dir(), source)
+        first, last = shard_bounds(len(sentences), shard, shards)
+        sentences = sentences[first:last]
         weights_file = load_weights(inputs["weights"].artifact_dir() / "weights.json")
         decoder = self.decoder(sentences, weights_file.weights)
         loaded = time.perf_counter()
-        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=out / "lattices"),
-                             self.decoding_processes(),
+        lattices = out / "lattices"
+        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=lattices), self.decoding_processes(),
                              desc=f"pbmt {self.split}")
         decoded = time.perf_counter()
+        if first:
+            for r in reversed(results):  # in reverse: a new name never meets an old one not yet moved
+                (lattices / f"{r.index}.fst").rename(lattices / f"{first + r.index}.fst")
         processor = TextProcessor(
             tokenizer=get_tokenizer(self.config.languages[target].tokenizer, target,
                                     Path(self.cache_dir) / "tokenizers"),
@@ -201,23 +211,45 @@ class DecodePBMT(VariantTask, PbmtModelTask):
         write_lines(out / f"words.{target}", (" ".join(r.best.words) for r in results))
         write_lines(out / f"translation.{target}", (processor.postprocess(list(r.best.words), subword=False)
                                                     for r in results))
-        write_lines(out / "nbest.txt", (line for r in results for line in format_nbest(r.index, r.nbest)))
-        words = sum(r.source_words for r in results)
-        states, arcs = sum(r.lattice_states for r in results), sum(r.lattice_arcs for r in results)
-        write_json(out / "lattices.json", {"alpha": p.alpha, "sentences": len(results),
-                                           "weights": weights_file.weights.to_dict(), "semiring": "tropical",
-                                           "weights_signature": weights_file.signature,
+        write_lines(out / "nbest.txt", (line for r in results for line in format_nbest(first + r.index, r.nbest)))
+        return {"sentences": len(results), "source_words": sum(r.source_words for r in results),
+                "states": sum(r.lattice_states for r in results), "arcs": sum(r.lattice_arcs for r in results),
+                "weights": weights_file.weights.to_dict(), "weights_signature": weights_file.signature,
+                "timings": {"pbmt_load": round(loaded - started, 3), "pbmt_decode": round(decoded - loaded, 3),
+                            "postprocess": round(time.perf_counter() - decoded, 3)}}
+
+    def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]:
+        """The parts' outputs in order, their lattices moved into one folder."""
+        target = self.config.target
+        for name in (f"words.{target}", f"translation.{target}", "nbest.txt"):
+            write_lines(out / name, (line for part in parts for line in read_lines(part / name)))
+        (out / "lattices").mkdir()
+        for part in parts:
+            for lattice in (part / "lattices").glob("*.fst"):
+                lattice.rename(out / "lattices" / lattice.name)
+        return self.finish(out, [read_json(part / "part.json")["stats"] for part in parts])
+
+    def finish(self, out: Path, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        """lattices.json and the statistics of the whole split (decoding seconds summed over the parts)."""
+        target, p = self.config.target, self.profile_config.pbmt
+        sentences, words = sum(s["sentences"] for s in parts), sum(s["source_words"] for s in parts)
+        states, arcs = sum(s["states"] for s in parts), sum(s["arcs"] for s in parts)
+        write_json(out / "lattices.json", {"alpha": p.alpha, "sentences": sentences, "weights": parts[0]["weights"],
+                                           "semiring": "tropical", "weights_signature": parts[0]["weights_signature"],
                                            "states": states, "arcs": arcs})
+        timings = {k: round(sum(s["timings"][k] for s in parts), 3) for k in ("pbmt_load", "pbmt_decode",
+                                                                              "postprocess")}
         stats: dict[str, Any] = {
-            "sentences": len(results), "source_words": words,
+            "sentences": sentences, "source_words": words,
             "lattice": {"states": states, "arcs": arcs, "states_per_word": round(states / max(words, 1), 2),
                         "arcs_per_word": round(arcs / max(words, 1), 2)},
-            "words_per_minute": round(60 * words / max(decoded - loaded, 1e-9), 1),
-            "timings": {"pbmt_load": round(loaded - started, 3), "pbmt_decode": round(decoded - loaded, 3),
-                        "postprocess": round(time.perf_counter() - decoded, 3)},
+            "words_per_minute": round(60 * words / max(timings["pbmt_decode"], 1e-9), 1),
+            "timings": timings,
         }
         if self.split == self.config.splits.tune:  # tokenized BLEU against the tuning references, for MERT's record
-            refs = split_words(inputs["words"].artifact_dir(), target)
-            stats["tokenized_bleu"] = round(100 * corpus_bleu(sum(bleu_stats(r.best.words, ref)
-                                                                  for r, ref in zip(results, refs))), 2)
+            words_dir = self.requires()["words"].artifact_dir()
+            refs = split_words(words_dir, target)
+            hyps = [line.split() for line in read_lines(out / f"words.{target}")]
+            stats["tokenized_bleu"] = round(100 * corpus_bleu(sum(bleu_stats(h, ref) for h, ref in zip(hyps, refs))),
+                                            2)
         return stats

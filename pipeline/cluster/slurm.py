@@ -125,17 +125,18 @@ def wait(job_id: str, poll_seconds: float = 5.0, on_poll: Callable[[JobStatus], 
 
 
 class cancel_on_stop:
-    """Context manager: a SIGTERM or SIGINT to the waiting process (a stopped Luigi worker) cancels the job."""
+    """Context manager: a SIGTERM or SIGINT to the waiting process (a stopped Luigi worker), or any exception while
+    waiting, cancels the jobs."""
 
-    def __init__(self, job_id: str) -> None:
-        self.job_id = job_id
+    def __init__(self, *job_ids: str) -> None:
+        self.job_ids = job_ids
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "cancel_on_stop":
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
                 self._previous[sig] = signal.signal(sig, self._stop)
-            except ValueError:  # not the main thread: leave the handlers (the finally clause still cancels)
+            except ValueError:  # not the main thread: leave the handlers (exceptions still cancel)
                 pass
         return self
 
@@ -146,7 +147,8 @@ class cancel_on_stop:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
         if kind is not None:
-            cancel(self.job_id)
+            for job_id in self.job_ids:
+                cancel(job_id)
 
 
 def tail(path: Path, lines: int = 20) -> Iterator[str]:
