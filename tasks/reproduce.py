@@ -18,6 +18,7 @@ from luigi.execution_summary import LuigiStatusCode
 
 from pipeline import config as configs
 from pipeline.errors import PipelineError
+from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
 from tasks.systems import PAPER_SYSTEMS
@@ -131,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or f"results/{profile}")
     paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set,
                          [figure for report in reports for figure in report.speed_figures()])
+    work_dir = Path(args.work_dir or luigi.configuration.get_config().get("lmbr", "work_dir"))
+    paths += write_stage_times(out, work_dir / profile, tasks, f"Build time of every stage per task, profile {profile}")
     print((out / "table1.md").read_text(encoding="utf-8"))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")
     return 0
