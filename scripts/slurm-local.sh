@@ -83,6 +83,13 @@ start() {
   [ -f "$d/munge/munge.key" ] || { head -c 1024 /dev/urandom > "$d/munge/munge.key"; chmod 600 "$d/munge/munge.key"; }
   [ -f "$d/slurm.conf" ] || write_conf "$d"
   export SLURM_CONF=$d/slurm.conf
+  if ! alive "$d/slurmctld.pid"; then  # another Slurm (a test session killed before its teardown?) on the ports
+    for port in 6817 6818; do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        die "port $port is taken (another slurmctld/slurmd?): stop it first (scripts/slurm-local.sh stop ITS_DIR)"
+      fi
+    done
+  fi
   if ! alive "$d/munged.pid"; then
     # --force: a folder below a private (mode 700) parent, as pytest's, is refused otherwise
     setsid munged --foreground --force --socket="$d/munge/munge.socket" --key-file="$d/munge/munge.key" \
