@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar
 import luigi
 
 from pipeline import config as configs
-from pipeline.io import atomic_dir, read_json, remove_stale_temporaries, write_json
+from pipeline.io import atomic_dir, exclusive, read_json, remove_stale_temporaries, write_json
 from pipeline.signature import format_signature, param_hash
 
 
@@ -162,6 +162,14 @@ class PipelineTask(luigi.Task):
         """Build the artifact (with `build`, default self.build) in a temporary folder and rename it into place
         with its signature."""
         final = self.artifact_dir()
+        # Tasks that differ only in parameters which do not shape the artifact (a Table 2 variant that keeps the
+        # PBMT limits, say) share its folder: one builds it, the other then finds it built.
+        with exclusive(final):
+            if (final / "signature.json").exists():
+                return
+            self._build_locked(final, build)
+
+    def _build_locked(self, final: Path, build: Callable[[Path], dict[str, Any]] | None) -> None:
         remove_stale_temporaries(final.parent, final.name)
         started = time.time()
         with atomic_dir(final) as tmp:
