@@ -40,6 +40,9 @@ REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus")
 
 def scheduler() -> str:
     name = luigi.configuration.get_config().get("cluster", "scheduler", "local").strip() or "local"
+    if name in ("sge", "lsf"):
+        raise ConfigError(f"luigi.cfg [cluster] scheduler = {name!r}: not wired in yet (luigi.contrib.{name} has "
+                          f"the job task to build on); use slurm or local")
     if name not in SCHEDULERS:
         raise ConfigError(f"luigi.cfg [cluster] scheduler = {name!r}: unknown (known: {', '.join(SCHEDULERS)})")
     return name
