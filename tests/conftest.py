@@ -41,14 +41,18 @@ def write_pair(folder: Path, split: str, pairs: list[tuple[str, str]]) -> None:
     write_gz(folder / "de-en" / f"{split}.de.gz", [d for _, d in pairs])
 
 
+def write_deen_folder(folder: Path, eval_sentences: int = 30) -> Path:
+    """A de-en data folder: train (300 pairs), dev (40) and newstest2016 (eval_sentences)."""
+    write_pair(folder, "train", sentence_pairs(300, seed=1))
+    write_pair(folder, "dev", sentence_pairs(40, seed=2))
+    write_pair(folder, "newstest2016", sentence_pairs(eval_sentences, seed=3))
+    return folder
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     """A de-en data folder: train (300 pairs), dev (40) and newstest2016 (30)."""
-    folder = tmp_path / "data"
-    write_pair(folder, "train", sentence_pairs(300, seed=1))
-    write_pair(folder, "dev", sentence_pairs(40, seed=2))
-    write_pair(folder, "newstest2016", sentence_pairs(30, seed=3))
-    return folder
+    return write_deen_folder(tmp_path / "data")
 
 
 @pytest.fixture(scope="session")

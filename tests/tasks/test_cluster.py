@@ -23,7 +23,7 @@ import pytest
 
 from pipeline.data.resolver import CHECKOUT
 from pipeline.io import TMP_MARK
-from tests.conftest import sentence_pairs, write_pair
+from tests.conftest import write_deen_folder
 from tests.tasks.test_nmt_tasks import quick_configs
 
 SYSTEMS = "PBMT,FNMT,LNMT"
@@ -44,9 +44,7 @@ def fixed_configs(tmp_path: Path) -> Path:
 def setup(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("cluster")
     data = root / "data"
-    write_pair(data, "train", sentence_pairs(300, seed=1))
-    write_pair(data, "dev", sentence_pairs(40, seed=2))
-    write_pair(data, "newstest2016", sentence_pairs(30, seed=3))
+    write_deen_folder(data)
     return {"root": root, "data": data, "configs": fixed_configs(root)}
 
 
@@ -63,8 +61,7 @@ def environment(setup: dict[str, Path], scheduler: str) -> dict[str, str]:
     # Slurm: PBMT and NMT decoding of a split in 2 jobs each, merged in order
     shards = "decode_shards = 2\n" if scheduler == "slurm" else ""
     extra.write_text(f"[cluster]\nscheduler = {scheduler}\npoll_seconds = 0.3\n{shards}")
-    env = dict(os.environ, LUIGI_CONFIG_PATH=str(extra), TQDM_DISABLE="1")
-    return env
+    return dict(os.environ, LUIGI_CONFIG_PATH=str(extra), TQDM_DISABLE="1")
 
 
 def start(setup: dict[str, Path], name: str, scheduler: str = "local") -> subprocess.Popen:

@@ -19,7 +19,7 @@ from pipeline.nmt.system import load_system
 from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem
 from tasks.decode import DecodeLNMT, DecodeLTNMT
 from tasks.systems import translation_task
-from tests.conftest import sentence_pairs, write_pair
+from tests.conftest import sentence_pairs, write_deen_folder, write_pair
 from tests.tasks.helpers import build, shared_params
 from tests.tasks.test_nmt_tasks import quick_configs
 
@@ -131,9 +131,7 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
 
 def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_path):
     data = tmp_path / "data"
-    write_pair(data, "train", sentence_pairs(300, seed=1))
-    write_pair(data, "dev", sentence_pairs(40, seed=2))
-    write_pair(data, "newstest2016", sentence_pairs(12, seed=3))
+    write_deen_folder(data, eval_sentences=12)
     configs = deterministic_configs(tmp_path)
     profile = configs / "profiles" / "tiny.toml"
     text = re.sub(r"^tune_sentences = 50 .*$", "tune_sentences = 20", profile.read_text(), flags=re.M)

@@ -9,7 +9,7 @@ from pipeline.io import atomic_dir, read_lines, write_json
 from tasks import DecodePBMT
 from tasks.base import shard_bounds
 from tasks.decode import DecodeLNMT
-from tests.conftest import sentence_pairs, write_pair
+from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
 from tests.tasks.test_decode_tasks import deterministic_configs
 
@@ -38,9 +38,7 @@ def sharded(task, folder, shards):
 
 def test_pbmt_and_lnmt_decoding_in_three_shards_equal_the_whole(tmp_path):
     data = tmp_path / "data"
-    write_pair(data, "train", sentence_pairs(300, seed=1))
-    write_pair(data, "dev", sentence_pairs(40, seed=2))
-    write_pair(data, "newstest2016", sentence_pairs(11, seed=3))
+    write_deen_folder(data, eval_sentences=11)
     configs = deterministic_configs(tmp_path)
     profile = configs / "profiles" / "tiny.toml"
     profile.write_text(re.sub(r"^tune = .*$", "tune = false", profile.read_text(), flags=re.M))
