@@ -43,8 +43,11 @@ def combine_costs(semiring: str) -> Callable[[float, float], float]:
     raise ValueError(f"unknown semiring {semiring!r}: choose one of {SEMIRINGS}")
 
 
-def determinize(lattice: Lattice, semiring: str) -> Lattice:
-    """An equivalent deterministic, epsilon-free lattice (string -> cost function kept, in float64)."""
+def determinize(lattice: Lattice, semiring: str, max_states: int = 0) -> Lattice | None:
+    """An equivalent deterministic, epsilon-free lattice (string -> cost function kept, in float64).
+
+    With ``max_states`` > 0, None as soon as the result would have more states than that.
+    """
     plus = combine_costs(semiring)
     if lattice.num_states == 0:
         return Lattice.empty(lattice.symbols)
@@ -100,6 +103,8 @@ def determinize(lattice: Lattice, semiring: str) -> Lattice:
             j = index.get(k)
             if j is None:
                 j = len(subsets)
+                if max_states and j >= max_states:
+                    return None
                 index[k] = j
                 subsets.append(residual)
             arcs.append((i, j, x, m))

@@ -15,7 +15,9 @@ Two engines compute it: ``exact`` (float64, Python: the reference) and ``openfst
 tropical costs, about 10x faster; :mod:`lattices.openfst`).
 
 For the full lattice in the log semiring no determinisation is needed: "contains u at least once" is a
-property of the string, so the forward pass over all derivations already sums them.
+property of the string, so the forward pass over all derivations already sums them. For the full lattice in the
+tropical semiring, ``max_states`` bounds the determinised lattice: one that would be larger is pruned to the
+widest cost margin that fits (:mod:`lattices.pruning`; the margin comes back in :class:`BoundedSpace`).
 """
 from __future__ import annotations
 
@@ -23,8 +25,13 @@ from lattices.determinize import SEMIRINGS, determinize
 from lattices.lattice import Lattice, from_paths
 from lattices.nbest import best_strings
 from lattices.openfst import ENGINES, openfst_best_strings, openfst_determinize
+from lattices.pruning import BoundedSpace, determinize_within
 
-__all__ = ["ENGINES", "evidence_space", "nbest_strings"]
+__all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "evidence_space", "nbest_strings",
+           "DEFAULT_MAX_STATES"]
+
+#: The default bound on a determinised full-lattice evidence space: about 2 GB in the forward pass of orders 1-4.
+DEFAULT_MAX_STATES = 100_000
 
 
 def nbest_strings(lattice: Lattice, k: int, semiring: str = "tropical", alpha: float = 1.0,
@@ -39,17 +46,24 @@ def nbest_strings(lattice: Lattice, k: int, semiring: str = "tropical", alpha: f
 
 
 def evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: float = 1.0, nbest: int = 0,
-                   engine: str = "exact") -> Lattice:
+                   engine: str = "exact", max_states: int = 0) -> Lattice:
     """A lattice (costs times alpha) whose path distribution is the evidence space's string distribution."""
+    return bounded_evidence_space(lattice, semiring, alpha, nbest, engine, max_states).lattice
+
+
+def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: float = 1.0, nbest: int = 0,
+                           engine: str = "exact", max_states: int = 0) -> BoundedSpace:
+    """:func:`evidence_space` and the margin a tropical full lattice was pruned to (inf: none; 0: no bound)."""
     _check(semiring, engine)
     if nbest < 0:
         raise ValueError(f"nbest must be 0 (full lattice) or positive, not {nbest}")
     if nbest:
-        return from_paths(nbest_strings(lattice, nbest, semiring, alpha, engine), lattice.symbols)
+        return BoundedSpace(from_paths(nbest_strings(lattice, nbest, semiring, alpha, engine), lattice.symbols))
     scaled = lattice.scaled(alpha)
     if semiring == "tropical":
-        return openfst_determinize(scaled, "tropical") if engine == "openfst" else determinize(scaled, "tropical")
-    return scaled
+        engine_determinize = openfst_determinize if engine == "openfst" else determinize
+        return determinize_within(scaled, max_states, lambda lat, cap: engine_determinize(lat, "tropical", cap))
+    return BoundedSpace(scaled)
 
 
 def _check(semiring: str, engine: str = "exact") -> None:

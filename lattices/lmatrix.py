@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +175,7 @@ def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any
         "ngram_offsets": _offsets(len(g) for g in grams),
         "ngram_tokens": ngram_tokens,
         "ngram_values": cat([m.posteriors.values for m in matrices]).astype(np.float64),
+        "margins": np.asarray([m.posteriors.margin for m in matrices], np.float64),
         "signature": np.asarray(json.dumps(signature if signature is not None else matrices[0].signature)),
     }
     with atomic_path(Path(path)) as tmp:
@@ -196,6 +198,7 @@ def load_shard(path: Path, sentences: Iterable[int] | None = None) -> list[LMatr
     result = []
     ro, uo, no = a["row_offsets"], a["uni_offsets"], a["ngram_offsets"]
     hi_offsets = _offsets(a["hi_row_sizes"])
+    margins = a.get("margins", np.full(len(a["sentences"]), np.inf))  # shards written before pruning existed
     for k, sentence in enumerate(a["sentences"].tolist()):
         if wanted is not None and sentence not in wanted:
             continue
@@ -204,7 +207,8 @@ def load_shard(path: Path, sentences: Iterable[int] | None = None) -> list[LMatr
         sizes = a["hi_row_sizes"][r0:r1].astype(np.int64)
         h0, h1 = int(hi_offsets[r0]), int(hi_offsets[r1])
         ngrams = _tuples(a["ngram_tokens"][no[k]:no[k + 1]])
-        posteriors = NgramPosteriors(ngrams, a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order)
+        posteriors = NgramPosteriors(ngrams, a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order,
+                                     float(margins[k]))
         t0, t1 = int(a["trans_offsets"][k]), int(a["trans_offsets"][k + 1])
         u0, u1 = int(a["unirow_offsets"][k]), int(a["unirow_offsets"][k + 1])
         automaton = RowAutomaton(
@@ -263,12 +267,13 @@ class LMatrixStore:
 # ---------------------------------------------------------------------------------------------- the task's call
 def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab: Path, theta: Theta,
                         alpha: float | None, semiring: str, nbest: int, out_path: Path,
-                        order: int = MAX_ORDER, engine: str = "exact") -> dict[str, Any]:
+                        order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0) -> dict[str, Any]:
     """Posteriors and L of the given lattice files (``<i>.fst``) into one shard ``out_path``; returns statistics.
 
     ``codes``/``vocab``: LearnBPE's codes.<tgt> (None: lattice words are already target units) and BuildVocab's
     vocab.<tgt>.json. ``alpha`` None takes each lattice's lattices.json value. ``nbest`` 0 = full lattice.
-    ``engine``: how the evidence space is computed (lattices.openfst).
+    ``engine``: how the evidence space is computed (lattices.openfst); ``max_states``: the bound on a determinised
+    tropical full lattice (lattices.pruning; 0: none). The statistics name the pruned sentences with their margin.
     """
     from lattices.fst_io import default_alpha, read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
@@ -288,12 +293,16 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
         units = map_lattice(read_lattice(Path(path)), mapper)
         if units.num_states == 0:
             _LOG.warning("%s: no complete path; its L is Theta_0 everywhere", path)
-        post = ngram_posteriors(units, order=order, alpha=a, semiring=semiring, nbest=nbest, engine=engine)
+        post = ngram_posteriors(units, order=order, alpha=a, semiring=semiring, nbest=nbest, engine=engine,
+                                max_states=max_states)
+        if math.isfinite(post.margin):
+            _LOG.info("%s: determinised lattice over %d states; pruned to margin %.4g", path, max_states, post.margin)
         matrices.append(build_lmatrix(post, theta, vocab_size, sentence_index(Path(path))))
         seconds.append(time.perf_counter() - started)
     signature = {
         "theta": theta.signature(), "alpha": sorted(alphas)[0] if len(alphas) == 1 else sorted(alphas),
-        "semiring": semiring, "nbest": nbest, "order": order, "engine": engine, "units": UNIT_CONVENTION,
+        "semiring": semiring, "nbest": nbest, "order": order, "engine": engine, "max_states": max_states,
+        "units": UNIT_CONVENTION,
         "codes": str(codes) if codes else None, "vocab": str(vocab), "vocab_size": vocab_size,
     }
     for m in matrices:
@@ -302,4 +311,6 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
     rows = [m.num_rows for m in matrices]
     return {"sentences": len(matrices), "rows": int(sum(rows)), "max_rows": int(max(rows, default=0)),
             "nnz": int(sum(m.nnz for m in matrices)), "ngrams": int(sum(len(m.posteriors) for m in matrices)),
-            "seconds": round(float(sum(seconds)), 3), "signature": signature}
+            "seconds": round(float(sum(seconds)), 3), "signature": signature,
+            "pruned": {m.sentence: round(m.posteriors.margin, 6) for m in matrices
+                       if math.isfinite(m.posteriors.margin)}}

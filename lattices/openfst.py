@@ -33,13 +33,23 @@ def _prepared(lattice: Lattice, semiring: str):
     return pynini.rmepsilon(fst) if bool((lattice.label == 0).any()) else fst
 
 
-def openfst_determinize(lattice: Lattice, semiring: str) -> Lattice:
-    """An equivalent deterministic, epsilon-free lattice: best derivation (tropical) or summed derivations (log)."""
+def openfst_determinize(lattice: Lattice, semiring: str, max_states: int = 0) -> Lattice | None:
+    """An equivalent deterministic, epsilon-free lattice: best derivation (tropical) or summed derivations (log).
+
+    With ``max_states`` > 0, None if the result would have more states than that. The test is a determinisation
+    stopped at max_states + 1 states (OpenFst's ``nstate``; its properties computed first, else OpenFst tests them
+    by a full determinisation); a lattice that fits is then determinised without the cap, as with no bound.
+    """
     import pynini
 
     if lattice.num_states == 0:
         return Lattice.empty(lattice.symbols)
-    dfa = pynini.determinize(_prepared(lattice, semiring), delta=_DELTA)
+    fst = _prepared(lattice, semiring)
+    if max_states:
+        fst.properties(pynini.ACCEPTOR | pynini.I_DETERMINISTIC | pynini.ACYCLIC, True)
+        if pynini.determinize(fst, delta=_DELTA, nstate=max_states + 1).num_states() > max_states:
+            return None
+    dfa = pynini.determinize(fst, delta=_DELTA)
     result = Lattice.from_fst(dfa)
     return Lattice(result.num_states, result.start, result.src, result.dst, result.label, result.cost,
                    result.final, lattice.symbols)

@@ -24,7 +24,7 @@ width of the lattice.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -39,11 +39,16 @@ MAX_ORDER = 4
 
 @dataclass(frozen=True)
 class NgramPosteriors:
-    """Posteriors of the n-grams (orders 1..order) of an evidence space; ``ngrams[i]`` has ``values[i]``."""
+    """Posteriors of the n-grams (orders 1..order) of an evidence space; ``ngrams[i]`` has ``values[i]``.
+
+    ``margin``: the cost margin the lattice was pruned to before determinisation (``inf``: the whole lattice;
+    see :mod:`lattices.pruning`).
+    """
 
     ngrams: tuple[tuple[int, ...], ...]
     values: np.ndarray
     order: int
+    margin: float = math.inf
 
     def as_dict(self) -> dict[tuple[int, ...], float]:
         return dict(zip(self.ngrams, self.values.tolist()))
@@ -262,15 +267,17 @@ def format_posteriors(posteriors: NgramPosteriors, symbols: Mapping[int, str] | 
 
 
 def ngram_posteriors(lattice: Lattice, order: int = MAX_ORDER, alpha: float = 1.0, semiring: str = "tropical",
-                     nbest: int = 0, engine: str = "exact") -> NgramPosteriors:
+                     nbest: int = 0, engine: str = "exact", max_states: int = 0) -> NgramPosteriors:
     """Posteriors of orders 1..order over the evidence space of a lattice (see :mod:`lattices.evidence`).
 
     ``semiring``: ``tropical`` (a string counts with its best derivation) or ``log`` (derivations summed);
     ``nbest``: 0 for the full lattice, else the K best unique strings; ``engine``: ``exact`` (float64, Python)
-    or ``openfst`` (C++, float32 tropical costs; :mod:`lattices.openfst`).
+    or ``openfst`` (C++, float32 tropical costs; :mod:`lattices.openfst`); ``max_states``: the bound on a
+    determinised tropical full lattice (0: none), past which it is pruned (the margin is in the result).
     """
-    from lattices.evidence import evidence_space, nbest_strings
+    from lattices.evidence import bounded_evidence_space, nbest_strings
 
     if nbest:
         return string_posteriors(nbest_strings(lattice, nbest, semiring, alpha, engine), order)
-    return forward_posteriors(evidence_space(lattice, semiring=semiring, alpha=alpha, engine=engine), order)
+    space = bounded_evidence_space(lattice, semiring=semiring, alpha=alpha, engine=engine, max_states=max_states)
+    return replace(forward_posteriors(space.lattice, order), margin=space.margin)

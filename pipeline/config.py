@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -256,6 +257,7 @@ class LmbrProfile:
     theta_convention: str  # "plain" (Theta_0 = -1) or "scaled" (divided by T)
     theta_t: float  # T of the scaled convention (10 in the Cambridge tools)
     engine: str = "openfst"  # evidence space: "openfst" (C++, float32 tropical costs) or "exact" (float64 Python)
+    max_evidence_states: int = DEFAULT_MAX_STATES  # a determinised tropical full lattice past it is pruned (0: none)
     nmt_lambda: float = 0.5  # lambda, the scale of log P_NMT (the ensemble's average) in LMBR decoding
     tune: bool = False  # tune lambda, p and r on the tuning set's first tune_sentences by the grid below (TuneLMBR)
     tune_sentences: int = 200
@@ -354,6 +356,8 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("grid_lambda", bool(lmbr.grid_lambda) and min(lmbr.grid_lambda) > 0,
                               "must list positive values"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
+                             ("max_evidence_states", lmbr.max_evidence_states >= 0,
+                              "must not be negative (0: no bound)"),
                              ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
                               "must be 'plain' or 'scaled'"),
                              ("theta_t", lmbr.theta_t > 0, "must be positive")):

@@ -7,6 +7,7 @@ from typing import Any
 
 import luigi
 
+from lattices.evidence import DEFAULT_MAX_STATES
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
 from pipeline.io import read_json
@@ -19,6 +20,9 @@ from tasks.systems import VariantTask
 
 #: The [lmbr] settings that shape L (the others belong to decoding and tuning).
 LMATRIX_SETTINGS = ("order", "semiring", "nbest", "theta_convention", "theta_t", "engine")
+#: Settings that shape L only when they differ from their default, and enter the hash only then: the state bound
+#: was added after artifacts had been built, and changes no sentence whose evidence space fits in it.
+LMATRIX_SETTINGS_IF_CHANGED = {"max_evidence_states": DEFAULT_MAX_STATES}
 
 
 class BuildLMatrix(VariantTask):
@@ -48,7 +52,9 @@ class BuildLMatrix(VariantTask):
         return required
 
     def params(self) -> dict[str, Any]:
-        lmbr = {k: v for k, v in self.profile_config.lmbr.__dict__.items() if k in LMATRIX_SETTINGS}
+        settings = self.profile_config.lmbr.__dict__
+        lmbr = {k: v for k, v in settings.items()
+                if k in LMATRIX_SETTINGS or LMATRIX_SETTINGS_IF_CHANGED.get(k, v) != v}
         # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
         tuned = {"tuned_for": self.tuned_for} if self.tuned_for else {}
         first = {"sentences": self.sentences} if self.sentences else {}
@@ -82,7 +88,7 @@ class BuildLMatrix(VariantTask):
         shards = [paths[k::workers] for k in range(workers)]
         jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
                  inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), None, lmbr.semiring,
-                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine)
+                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine, lmbr.max_evidence_states)
                 for k, shard in enumerate(shards) if shard]
         if len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
@@ -96,5 +102,7 @@ class BuildLMatrix(VariantTask):
             "nnz": sum(r["nnz"] for r in results),
             "shards": len(results),
             "timings": {"posteriors_and_l": round(sum(r["seconds"] for r in results), 3)},
+            "max_evidence_states": lmbr.max_evidence_states,
+            "pruned": dict(sorted((s, m) for r in results for s, m in r["pruned"].items())),
             "theta": self.theta().signature(),
         }

@@ -6,8 +6,10 @@ table (or, with --vocab, the target vocabulary's tokens), else as integers.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
+from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import DataError
 
 
@@ -39,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=("exact", "openfst"), default="exact",
                    help="evidence space in float64 Python (exact, default) or OpenFst C++ (openfst: ~10x faster, "
                         "float32 tropical costs, posteriors to ~1e-5)")
+    p.add_argument("--max-states", type=_count, default=DEFAULT_MAX_STATES,
+                   help="tropical full lattice: past this many determinised states, prune to the widest cost margin "
+                        f"that fits (default {DEFAULT_MAX_STATES}; 0: no bound); the margin is reported on stderr")
     p.add_argument("--vocab", default=None,
                    help="target vocabulary (BuildVocab's vocab.<tgt>.json): map words to NMT units first")
     p.add_argument("--codes", default=None, help="BPE codes (LearnBPE's codes.<tgt>), with --vocab")
@@ -67,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
         symbols = mapper.symbols()
     alpha = args.alpha if args.alpha is not None else (default_alpha(args.lattice) or 1.0)
     posteriors = ngram_posteriors(lattice, order=args.order, alpha=alpha, semiring=args.semiring,
-                                  nbest=args.nbest, engine=args.engine)
+                                  nbest=args.nbest, engine=args.engine, max_states=args.max_states)
+    if math.isfinite(posteriors.margin):
+        print(f"lmbr posteriors: {args.lattice}: determinised, the whole lattice would have more than "
+              f"{args.max_states} states; kept the arcs on paths within {posteriors.margin:.6g} of the best path",
+              file=sys.stderr)
     for line in format_posteriors(posteriors, symbols):
         print(line)
     return 0

@@ -108,3 +108,11 @@ def test_variants_of_table2_load_and_are_validated(tmp_path):
     path.write_text(path.read_text().replace("lmbr_nbest = 200", "lmbr_nbest = -1"))
     with pytest.raises(ConfigError, match="'variants.accelerated.lmbr_nbest' must not be negative"):
         config.load_profile("small", folder)
+
+
+def test_a_negative_evidence_state_bound_is_refused(tmp_path):
+    folder = copy_configs(tmp_path)
+    path = folder / "profiles" / "small.toml"
+    path.write_text(path.read_text().replace("max_evidence_states = 100000", "max_evidence_states = -1"))
+    with pytest.raises(ConfigError, match="'lmbr.max_evidence_states' must not be negative"):
+        config.load_profile("small", folder)

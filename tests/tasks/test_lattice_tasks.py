@@ -18,6 +18,7 @@ def test_lmatrix_of_a_split_from_the_pbmt_lattices(tmp_path, data_dir):
     assert build(task).status == LuigiStatusCode.SUCCESS
     stats = task.signature()["stats"]
     assert stats["sentences"] == 30 and stats["rows"] >= 30
+    assert stats["max_evidence_states"] == 100_000 and stats["pruned"] == {}  # no news lattice comes near it
 
     tune_bleu = EvaluateSystem(system="PBMT", split="dev", **params).signature()["stats"]["bleu"]
     expected = Theta.from_precisions(tune_bleu["precisions"], "scaled", 10.0)  # the tiny profile's convention
@@ -37,3 +38,17 @@ def test_lmatrix_of_a_split_from_the_pbmt_lattices(tmp_path, data_dir):
             assert empty_history[token] > theta0
         unseen = np.setdiff1d(np.arange(len(vocab)), matrix.uni_tokens)
         assert np.all(empty_history[unseen] == np.float32(theta0))  # absent n-grams: Theta_0 only
+
+
+def test_the_state_bound_enters_the_hash_only_when_changed(tmp_path, data_dir):
+    from tests.pipeline.test_config import copy_configs
+
+    default = BuildLMatrix(split="newstest2016", **shared_params(tmp_path, data_dir))
+    same = copy_configs(tmp_path / "same")
+    bounded = copy_configs(tmp_path / "bounded")
+    profile = bounded / "profiles" / "tiny.toml"
+    profile.write_text(profile.read_text().replace("max_evidence_states = 100000", "max_evidence_states = 500"))
+    unchanged = BuildLMatrix(split="newstest2016", **shared_params(tmp_path, data_dir, same))
+    changed = BuildLMatrix(split="newstest2016", **shared_params(tmp_path, data_dir, bounded))
+    assert "max_evidence_states" not in default.params() and changed.params()["max_evidence_states"] == 500
+    assert unchanged.artifact_dir() == default.artifact_dir() != changed.artifact_dir()

@@ -70,3 +70,15 @@ def test_errors_exit_2(tmp_path, capsys):
     assert "--codes needs --vocab" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["posteriors", str(path), "--alpha", "0"])
+
+
+def test_a_state_bound_prunes_and_says_so(tmp_path, capsys):
+    path = tmp_path / "golden.fst"
+    make_fst(GOLDEN_ARCS, {GOLDEN_FINAL: 0.0}).write(str(path))
+    assert main(["posteriors", str(path), "--max-states", "0"]) == 0
+    whole = capsys.readouterr()
+    assert main(["posteriors", str(path), "--max-states", "7"]) == 0
+    bounded = capsys.readouterr()
+    assert whole.err == "" and "more than 7 states" in bounded.err and "within 0 of the best path" in bounded.err
+    assert set(parse(bounded.out)) < set(parse(whole.out))
+    assert parse(bounded.out)["933 150 2"] == pytest.approx(1.0)  # the best path alone: every n-gram is certain
