@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -37,6 +38,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
+from lattices.evidence import DEFAULT_MAX_STATES  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
 from lattices.posteriors import ngram_posteriors  # noqa: E402
@@ -116,23 +118,32 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, np.float64), q)) if values else float("nan")
 
 
-def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str) -> dict:
-    """One sentence, one mode: timed pass, then a traced pass for the memory peak."""
+def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str,
+            max_states: int, heap: bool = True) -> dict:
+    """One sentence, one mode: timed pass, then (``heap``) a traced pass for the memory peak."""
     started = time.perf_counter()
-    posteriors = ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine)
+    posteriors = ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine, max_states)
     middle = time.perf_counter()
     lmatrix = build_lmatrix(posteriors, THETA, vocab_size)
     finished = time.perf_counter()
+    peaks = traced_peaks(lattice, semiring, nbest, alpha, vocab_size, engine, max_states, posteriors) if heap else ()
+    return {"posteriors_s": middle - started, "lmatrix_s": finished - middle, "total_s": finished - started,
+            "peak_mb": max(peaks) / 2 ** 20 if peaks else None, "ngrams": len(posteriors), "rows": lmatrix.num_rows,
+            "nnz": lmatrix.nnz, "l_bytes": lmatrix.nbytes(),
+            "margin": posteriors.margin if math.isfinite(posteriors.margin) else None, "lmatrix": lmatrix}
+
+
+def traced_peaks(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str,
+                 max_states: int, posteriors) -> tuple[float, float]:
+    """Peak traced bytes of the posteriors and of L (tracemalloc: slow, 10-30x on the largest lattices)."""
     tracemalloc.start()
-    ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine)
+    ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine, max_states)
     _, peak_post = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()
     build_lmatrix(posteriors, THETA, vocab_size)
     _, peak_l = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"posteriors_s": middle - started, "lmatrix_s": finished - middle, "total_s": finished - started,
-            "peak_mb": max(peak_post, peak_l) / 2 ** 20, "ngrams": len(posteriors), "rows": lmatrix.num_rows,
-            "nnz": lmatrix.nnz, "l_bytes": lmatrix.nbytes(), "lmatrix": lmatrix}
+    return peak_post, peak_l
 
 
 def decoder_step(matrices: list, beam: int, repeats: int, threads: int) -> dict:
@@ -181,7 +192,11 @@ def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str, li
         raise SystemExit("--lattices needs --vocab (and --codes for BPE units)")
     mapper = TokenMapper.from_files(args.codes, args.vocab)
     lattices, seconds = [], []
-    for path in lattice_paths(args.lattices)[: args.sentences]:
+    paths = lattice_paths(args.lattices)
+    if args.lines:
+        by_line = {int(p.stem): p for p in paths}
+        paths = [by_line[int(x)] for x in args.lines.split(",")]
+    for path in paths[: args.sentences]:
         started = time.perf_counter()
         lattices.append(map_lattice(read_lattice(path), mapper))
         seconds.append(time.perf_counter() - started)
@@ -207,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codes", type=Path, default=None, help="BPE codes of the target (with --lattices)")
     parser.add_argument("--vocab", type=Path, default=None, help="target vocabulary JSON (with --lattices)")
     parser.add_argument("--sentences", type=int, default=20, help="sentences to measure (first N)")
+    parser.add_argument("--no-heap", action="store_true",
+                        help="skip the traced pass (peak heap per sentence): far faster on lattices of 100k states")
+    parser.add_argument("--lines", default="", help="with --lattices: these sentence indices (comma-separated)")
+    parser.add_argument("--max-states", type=int, default=DEFAULT_MAX_STATES,
+                        help="bound on a determinised full lattice (0: none; lattices.pruning)")
     parser.add_argument("--words", type=int, default=25, help="synthetic: source words per sentence")
     parser.add_argument("--stack", type=int, default=24, help="synthetic: stack limit (hypotheses per stack)")
     parser.add_argument("--vocab-size", type=int, default=32000, help="synthetic: target vocabulary size")
@@ -232,12 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, (nbest, engine) in modes.items():
         runs = []
         for i, lattice in enumerate(lattices):
-            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine))
+            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states,
+                                not args.no_heap))
             print(f"{name}: sentence {i + 1}/{len(lattices)}: {runs[-1]['total_s']:.3f} s", file=sys.stderr)
         stats = {}
         for key in ("posteriors_s", "lmatrix_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
-            values = [r[key] for r in runs]
+            values = [r[key] for r in runs if r[key] is not None]
+            if not values:  # --no-heap
+                continue
             stats[key] = {"median": statistics.median(values), "p90": percentile(values, 90)}
+        stats["pruned"] = sum(r["margin"] is not None for r in runs)
         summary[name] = stats
         per_sentence[name] = [{k: v for k, v in r.items() if k != "lmatrix"} for r in runs]
         step[name] = decoder_step([r["lmatrix"] for r in runs[: args.batch]], args.beam, 50, args.torch_threads)
@@ -251,12 +275,15 @@ def main(argv: list[str] | None = None) -> int:
               ("n-grams (orders 1-4)", "ngrams", "{:.0f}"), ("rows of L", "rows", "{:.0f}"),
               ("stored entries (nnz)", "nnz", "{:.0f}"), ("L storage KB", "l_bytes", "{:.0f}")]
     for label, key, fmt in labels:
+        if key not in summary[next(iter(modes))]:
+            continue
         cells = []
         for name in modes:
             s = summary[name][key]
             scale = 1 / 1024 if key == "l_bytes" else 1
             cells.append(f"{fmt.format(s['median'] * scale)} / {fmt.format(s['p90'] * scale)}")
         rows.append((f"{label} (median / p90)", *cells))
+    rows.append((f"pruned to fit {args.max_states} states", *[str(summary[n]["pruned"]) for n in modes]))
     rows.append((f"step: dense rows [{args.batch}x{args.beam}, V] ms ({args.torch_threads} thr)",
                  *[f"{step[n]['rows_dense_ms']:.2f}" for n in modes]))
     rows.append(("step: next rows ms", *[f"{step[n]['next_rows_ms']:.3f}" for n in modes]))
@@ -289,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "posteriors",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "source": source, "sentences": len(lattices), "semiring": args.semiring, "alpha": args.alpha,
-        "vocab_size": vocab_size, "modes": {k: {"nbest": v[0], "engine": v[1]} for k, v in modes.items()},
+        "vocab_size": vocab_size, "max_states": args.max_states, "modes": {k: {"nbest": v[0], "engine": v[1]} for k, v in modes.items()},
         "lattice_sizes": sizes, "summary": summary,
         "decoder_step": step, "per_sentence": per_sentence, "peak_rss_mb": peak_rss_mb,
         "read_and_map_s": read_map, "pbmt_reference": reference, "ratio_to_pbmt": ratios,
