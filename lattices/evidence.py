@@ -24,7 +24,7 @@ from __future__ import annotations
 from lattices.determinize import SEMIRINGS, determinize
 from lattices.lattice import Lattice, from_paths
 from lattices.nbest import best_strings
-from lattices.openfst import ENGINES, openfst_best_strings, openfst_determinize
+from lattices.openfst import ENGINES, openfst_best_strings, openfst_determinize, openfst_fits
 from lattices.pruning import BoundedSpace, determinize_within
 
 __all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "evidence_space", "nbest_strings",
@@ -61,8 +61,12 @@ def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: 
         return BoundedSpace(from_paths(nbest_strings(lattice, nbest, semiring, alpha, engine), lattice.symbols))
     scaled = lattice.scaled(alpha)
     if semiring == "tropical":
-        engine_determinize = openfst_determinize if engine == "openfst" else determinize
-        return determinize_within(scaled, max_states, lambda lat, cap: engine_determinize(lat, "tropical", cap))
+        if engine == "openfst":
+            return determinize_within(scaled, max_states, lambda lat, cap: openfst_fits(lat, "tropical", cap),
+                                      lambda lat: openfst_determinize(lat, "tropical"))
+        return determinize_within(scaled, max_states,
+                                  lambda lat, cap: determinize(lat, "tropical", cap) is not None,
+                                  lambda lat: determinize(lat, "tropical"))
     return BoundedSpace(scaled)
 
 

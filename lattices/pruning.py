@@ -10,8 +10,9 @@ determinises to 5.7 million (3 GB in OpenFst; the forward pass over its n-gram h
   every path within m of the best survives, and a path built from such arcs may cost a little more);
 - :func:`determinize_within` determinises the whole lattice when the result has at most ``max_states`` states
   (the evidence space is unchanged), and otherwise the lattice pruned to the largest margin, among the arcs' own
-  margins, whose determinisation fits (bisection; a determinisation that would grow past the budget is stopped
-  there, so no step costs more than ``max_states`` states).
+  margins, whose determinisation fits (bisection; each step asks the engine whether a pruning fits, by a
+  determinisation stopped past the budget, so no step costs more than ``max_states`` states; the chosen pruning
+  is then determinised once).
 
 The margin chosen is returned with the lattice and recorded per sentence; ``inf`` means unpruned.
 """
@@ -27,8 +28,8 @@ from lattices.lattice import INF, Lattice
 
 __all__ = ["BoundedSpace", "arc_margins", "prune", "determinize_within"]
 
-#: A determinisation that gives up (returns None) when its result would have more than the given number of states.
-CappedDeterminize = Callable[[Lattice, int], "Lattice | None"]
+#: Whether a lattice determinises to at most the given number of states (and costs no more than that to say).
+Fits = Callable[[Lattice, int], bool]
 
 
 @dataclass(frozen=True)
@@ -86,30 +87,29 @@ def _pruned(lattice: Lattice, through_arc: np.ndarray, through_final: np.ndarray
     return Lattice.from_arcs(lattice.num_states, lattice.start, list(arcs), finals, lattice.symbols)
 
 
-def determinize_within(lattice: Lattice, max_states: int, determinize: CappedDeterminize) -> BoundedSpace:
+def determinize_within(lattice: Lattice, max_states: int, fits: Fits,
+                       determinize: Callable[[Lattice], Lattice]) -> BoundedSpace:
     """The determinised lattice if it has at most ``max_states`` states, else that of the widest pruning that fits.
 
-    ``determinize(lattice, cap)`` returns the deterministic equivalent, or None if it would exceed ``cap``
-    states; ``max_states`` 0 means no bound. Raises ValueError when even the best paths alone (margin 0) do not
-    fit.
+    ``fits(lattice, cap)``: whether the lattice determinises to at most ``cap`` states; ``determinize(lattice)``:
+    its deterministic equivalent. ``max_states`` 0 means no bound. Raises ValueError when even the best paths
+    alone (margin 0) do not fit.
     """
     if max_states < 0:
         raise ValueError(f"max_states must be 0 (no bound) or positive, not {max_states}")
-    whole = determinize(lattice, max_states)
-    if whole is not None:
-        return BoundedSpace(whole)
+    if not max_states or fits(lattice, max_states):
+        return BoundedSpace(determinize(lattice))
     through_arc, through_final = arc_margins(lattice)
     candidates = np.unique(np.concatenate([through_arc, through_final[np.isfinite(through_final)]]))
     lo, hi = -1, len(candidates) - 1   # candidates[hi] keeps everything: it does not fit
-    fitting: Lattice | None = None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        result = determinize(_pruned(lattice, through_arc, through_final, float(candidates[mid])), max_states)
-        if result is None:
-            hi = mid
+        if fits(_pruned(lattice, through_arc, through_final, float(candidates[mid])), max_states):
+            lo = mid
         else:
-            lo, fitting = mid, result
-    if fitting is None:
+            hi = mid
+    if lo < 0:
         raise ValueError(f"even the best paths of the lattice ({lattice.num_states} states) determinise to more "
                          f"than {max_states} states: raise the bound")
-    return BoundedSpace(fitting, float(candidates[lo]))
+    margin = float(candidates[lo])
+    return BoundedSpace(determinize(_pruned(lattice, through_arc, through_final, margin)), margin)

@@ -8,12 +8,16 @@ import pytest
 from lattices.determinize import determinize
 from lattices.evidence import bounded_evidence_space
 from lattices.lattice import Lattice
-from lattices.openfst import openfst_determinize
+from lattices.openfst import openfst_determinize, openfst_fits
 from lattices.posteriors import forward_posteriors, ngram_posteriors
 from lattices.pruning import arc_margins, determinize_within, prune
 from tests.lattices.helpers import assert_close, brute_force, random_fst
 
-ENGINES = {"exact": determinize, "openfst": openfst_determinize}
+#: per engine: (fits(lattice, cap), determinize(lattice)) in the tropical semiring
+ENGINES = {
+    "exact": (lambda lat, cap: determinize(lat, "tropical", cap) is not None, lambda lat: determinize(lat, "tropical")),
+    "openfst": (lambda lat, cap: openfst_fits(lat, "tropical", cap), lambda lat: openfst_determinize(lat, "tropical")),
+}
 
 
 def enumerate_paths(lattice: Lattice) -> list[tuple[tuple[int, ...], int, tuple[int, ...], float]]:
@@ -89,12 +93,17 @@ def test_negative_margin_is_refused():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_capped_determinisation_gives_up_exactly_past_the_cap(engine):
+def test_a_lattice_fits_exactly_up_to_its_determinised_size(engine):
+    fits, det = ENGINES[engine]
     for _, lattice in random_lattices(4, 30):
-        full = ENGINES[engine](lattice, "tropical")
-        assert ENGINES[engine](lattice, "tropical", full.num_states).num_states == full.num_states
-        if full.num_states > 1:
-            assert ENGINES[engine](lattice, "tropical", full.num_states - 1) is None
+        size = det(lattice).num_states
+        assert fits(lattice, size) and fits(lattice, size + 5)
+        if size > 1:
+            assert not fits(lattice, size - 1)
+    full = random_lattices(4, 1)
+    _, lattice = next(full)
+    capped = determinize(lattice, "tropical", det(lattice).num_states)
+    assert capped is not None and capped.num_states == det(lattice).num_states  # under the cap: the whole result
 
 
 def test_a_lattice_within_the_bound_is_not_pruned():
@@ -108,23 +117,23 @@ def test_a_lattice_within_the_bound_is_not_pruned():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_bounded_space_is_the_widest_pruning_that_fits(engine):
-    capped = ENGINES[engine]
+    fits, det = ENGINES[engine]
     checked = refused = 0
     for rng, lattice in random_lattices(6 if engine == "exact" else 7, 60):
-        full = capped(lattice, "tropical").num_states
+        full = det(lattice).num_states
         if full < 3:
             continue
         budget = rng.randint(1, full - 1)
         margins = np.unique(np.concatenate([arc_margins(lattice)[0], arc_margins(lattice)[1]]))
         margins = margins[np.isfinite(margins)]
-        fits = [capped(prune(lattice, float(m)), "tropical", budget) is not None for m in margins]
-        if not fits[0]:
+        fitting = [det(prune(lattice, float(m))).num_states <= budget for m in margins]
+        if not fitting[0]:
             refused += 1
             with pytest.raises(ValueError, match="even the best paths"):
-                determinize_within(lattice, budget, lambda lat, cap: capped(lat, "tropical", cap))
+                determinize_within(lattice, budget, fits, det)
             continue
-        space = determinize_within(lattice, budget, lambda lat, cap: capped(lat, "tropical", cap))
-        widest = max(m for m, ok in zip(margins, fits) if ok)
+        space = determinize_within(lattice, budget, fits, det)
+        widest = max(m for m, ok in zip(margins, fitting) if ok)
         assert space.margin == widest and space.lattice.num_states <= budget
         tol = 1e-9 if engine == "exact" else 1e-5
         got = forward_posteriors(space.lattice, 4).as_dict()
