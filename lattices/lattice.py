@@ -169,6 +169,11 @@ class Lattice:
         order = np.lexsort((dst, src))
         return cls(n, 0, src[order], dst[order], ilabel[order], cost[order], final, symbols)
 
+    def subset(self, keep_arcs: np.ndarray, final: np.ndarray) -> "Lattice":
+        """The lattice with only the arcs where ``keep_arcs`` is True and these final costs, sorted and trimmed."""
+        return self._sorted_trimmed(self.num_states, self.start, self.src[keep_arcs], self.dst[keep_arcs],
+                                    self.label[keep_arcs], self.cost[keep_arcs], final, self.symbols)
+
     def to_fst(self, arc_type: str = "log64"):
         """A pynini acceptor with these costs as weights (float64 kept exactly in ``log64``)."""
         return fst_from_arrays(self.num_states, self.start, self.src, self.dst, self.label, self.cost, self.final,

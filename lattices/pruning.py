@@ -50,11 +50,10 @@ def arc_margins(lattice: Lattice) -> tuple[np.ndarray, np.ndarray]:
     States are topologically numbered and arcs sorted by source, so one pass forwards and one backwards settle
     the best cost from the start and to a final state of every state.
     """
-    n = lattice.num_states
-    forward = np.full(n, INF)
-    backward = lattice.final.astype(np.float64).copy()
-    if n == 0:
+    if lattice.num_states == 0:
         return np.zeros(0), np.zeros(0)
+    forward = np.full(lattice.num_states, INF)
+    backward = lattice.final.astype(np.float64).copy()
     forward[lattice.start] = 0.0
     arcs = list(zip(lattice.src.tolist(), lattice.dst.tolist(), lattice.cost.tolist()))
     for s, d, c in arcs:
@@ -79,12 +78,7 @@ def prune(lattice: Lattice, margin: float) -> Lattice:
 
 
 def _pruned(lattice: Lattice, through_arc: np.ndarray, through_final: np.ndarray, margin: float) -> Lattice:
-    keep = through_arc <= margin
-    final = np.where(through_final <= margin, lattice.final, INF)
-    arcs = zip(lattice.src[keep].tolist(), lattice.dst[keep].tolist(), lattice.label[keep].tolist(),
-               lattice.cost[keep].tolist())
-    finals = {int(q): float(final[q]) for q in np.flatnonzero(np.isfinite(final))}
-    return Lattice.from_arcs(lattice.num_states, lattice.start, list(arcs), finals, lattice.symbols)
+    return lattice.subset(through_arc <= margin, np.where(through_final <= margin, lattice.final, INF))
 
 
 def determinize_within(lattice: Lattice, max_states: int, fits: Fits,

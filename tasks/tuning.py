@@ -36,7 +36,8 @@ class TuneLMBR(PipelineTask):
 
     def requires(self) -> dict[str, PipelineTask]:
         tune = self.config.splits.tune
-        return {"system": self.clone(NMTSystem, system=self.models), "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=self.profile_config.lmbr.tune_sentences),
+        return {"system": self.clone(NMTSystem, system=self.models),
+                "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=self.profile_config.lmbr.tune_sentences),
                 "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
                 "truecaser": self.clone(TrainTruecaser)}
 
