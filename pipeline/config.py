@@ -277,13 +277,17 @@ class VariantProfile:
     lmbr_nbest: int  # LMBR evidence space: 0 = the full lattice, K = the K best strings
     pbmt_stack_limit: int  # PBMT stack limit of the lattices (0: the profile's)
     pbmt_distortion_limit: int  # PBMT distortion limit (0: the profile's)
+    pbmt_options_per_phrase: int = 0  # PBMT translation options per source phrase (0: the profile's)
+    pbmt_nbest: int = -1  # size of the PBMT n-best list written beside the lattices (-1: the profile's; 0: none)
 
     def problems(self) -> list[tuple[str, str]]:
         checks = [("beam", self.beam >= 1, "must be at least 1"),
                   ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
                   ("lmbr_nbest", self.lmbr_nbest >= 0, "must not be negative"),
                   ("pbmt_stack_limit", self.pbmt_stack_limit >= 0, "must not be negative"),
-                  ("pbmt_distortion_limit", self.pbmt_distortion_limit >= 0, "must not be negative")]
+                  ("pbmt_distortion_limit", self.pbmt_distortion_limit >= 0, "must not be negative"),
+                  ("pbmt_options_per_phrase", self.pbmt_options_per_phrase >= 0, "must not be negative"),
+                  ("pbmt_nbest", self.pbmt_nbest >= -1, "must be -1 (the profile's), 0 (none) or a list size")]
         return [(key, problem) for key, ok, problem in checks if not ok]
 
 

@@ -34,8 +34,9 @@ def decoder_settings(task: PipelineTask) -> DecoderSettings:
     variant = task.variant_config() if hasattr(task, "variant_config") else None
     stack = variant.pbmt_stack_limit if variant and variant.pbmt_stack_limit else p.stack_limit
     distortion = variant.pbmt_distortion_limit if variant and variant.pbmt_distortion_limit else p.distortion_limit
+    options = variant.pbmt_options_per_phrase if variant and variant.pbmt_options_per_phrase else p.options_per_phrase
     return DecoderSettings(stack_limit=stack, beam_threshold=p.beam_threshold, distortion_limit=distortion,
-                           options_per_phrase=p.options_per_phrase)
+                           options_per_phrase=options)
 
 
 def split_words(folder: Path, lang: str, limit: int = 0) -> list[list[str]]:
@@ -177,7 +178,13 @@ class DecodePBMT(VariantTask, PbmtModelTask):
     def params(self) -> dict[str, Any]:
         p = self.profile_config.pbmt
         # the variant acts only through the decoder settings: a variant that keeps them shares the artifact
-        return {"split": self.split, "decoder": asdict(decoder_settings(self)), "nbest": p.nbest, "alpha": p.alpha}
+        return {"split": self.split, "decoder": asdict(decoder_settings(self)), "nbest": self.nbest(),
+                "alpha": p.alpha}
+
+    def nbest(self) -> int:
+        """Size of the n-best list written beside the lattices: the variant's where it sets one, else the profile's."""
+        variant = self.variant_config()
+        return variant.pbmt_nbest if variant and variant.pbmt_nbest >= 0 else self.profile_config.pbmt.nbest
 
     def label(self) -> str:
         return self.split
@@ -189,7 +196,7 @@ class DecodePBMT(VariantTask, PbmtModelTask):
         """Decode sentences [shard * N / shards, (shard + 1) * N / shards) of the split into `out`: words,
         translation and n-best lines, lattices named by their index in the whole split."""
         source, target = self.config.source, self.config.target
-        inputs, p = self.requires(), self.profile_config.pbmt
+        inputs = self.requires()
         started = time.perf_counter()
         sentences = split_words(inputs["words"].artifact_dir(), source)
         first, last = shard_bounds(len(sentences), shard, shards)
@@ -198,8 +205,8 @@ class DecodePBMT(VariantTask, PbmtModelTask):
         decoder = self.decoder(sentences, weights_file.weights)
         loaded = time.perf_counter()
         lattices = out / "lattices"
-        results = decode_all(Job(decoder, sentences, nbest=p.nbest, lattice_dir=lattices), self.decoding_processes(),
-                             desc=f"pbmt {self.split}")
+        results = decode_all(Job(decoder, sentences, nbest=self.nbest(), lattice_dir=lattices),
+                             self.decoding_processes(), desc=f"pbmt {self.split}")
         decoded = time.perf_counter()
         if first:
             for r in reversed(results):  # in reverse: a new name never meets an old one not yet moved

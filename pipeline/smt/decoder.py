@@ -108,10 +108,14 @@ class SearchGraph:
         return [w for a in path for w in self.targets[self.arcs[a][2]]]
 
     def features(self, path: Sequence[int]) -> np.ndarray:
-        total = np.zeros(len(FEATURES))
-        for a in path:
-            total += self.arc_features(a)
-        return total
+        """The feature vector of a path: its arcs' features summed in path order."""
+        if not path:
+            return np.zeros(len(FEATURES))
+        arcs = [self.arcs[a] for a in path]
+        rows = self.static[[arc[2] for arc in arcs]]  # [arcs, features], a copy
+        rows[:, LM] += [arc[3] for arc in arcs]
+        rows[:, DISTORTION] += [arc[4] for arc in arcs]
+        return rows.sum(axis=0)
 
 
 class Decoder:

@@ -110,6 +110,23 @@ def test_variants_of_table2_load_and_are_validated(tmp_path):
         config.load_profile("small", folder)
 
 
+def test_variants_set_pbmt_limits_and_the_nbest_list_or_keep_the_profiles(tmp_path):
+    small = config.load_profile("small")
+    accelerated, research = small.variant("accelerated"), small.variant("research")
+    assert (accelerated.pbmt_stack_limit, accelerated.pbmt_distortion_limit, accelerated.pbmt_options_per_phrase,
+            accelerated.pbmt_nbest) == (5, 4, 5, 0)
+    assert (research.pbmt_stack_limit, research.pbmt_options_per_phrase, research.pbmt_nbest) == (0, 0, -1)
+    folder = copy_configs(tmp_path)
+    path = folder / "profiles" / "small.toml"
+    text = path.read_text()
+    path.write_text(text.replace("pbmt_options_per_phrase = 5 ", "pbmt_options_per_phrase = -5 "))
+    with pytest.raises(ConfigError, match="'variants.accelerated.pbmt_options_per_phrase' must not be negative"):
+        config.load_profile("small", folder)
+    path.write_text(text.replace("pbmt_nbest = 0 ", "pbmt_nbest = -2 "))
+    with pytest.raises(ConfigError, match="'variants.accelerated.pbmt_nbest' must be -1"):
+        config.load_profile("small", folder)
+
+
 def test_a_negative_evidence_state_bound_is_refused(tmp_path):
     folder = copy_configs(tmp_path)
     path = folder / "profiles" / "small.toml"

@@ -110,10 +110,13 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     assert lmatrix.signature()["params"]["nbest"] == 200
     pbmt = lmatrix.requires()["lattices"]
     assert pbmt.signature()["params"]["decoder"]["stack_limit"] == 5
+    # the accelerated PBMT writes no n-best list (only the lattices are read); the profile's decode keeps its list
+    assert pbmt.signature()["params"]["nbest"] == 0 and not list(read_lines(pbmt.artifact_dir() / "nbest.txt"))
     base_pbmt = DecodePBMT(split="newstest2016", **params)
     # research keeps the profile's PBMT limits and full lattices: it shares their artifacts
     assert research.requires()["lmatrix"].requires()["lattices"].artifact_dir() == base_pbmt.artifact_dir()
     assert research.requires()["lmatrix"].artifact_dir() == lnmt.requires()["lmatrix"].artifact_dir()
+    assert list(read_lines(base_pbmt.artifact_dir() / "nbest.txt"))
     assert pbmt.artifact_dir() != base_pbmt.artifact_dir() and accelerated.artifact_dir().name.startswith(
         "LNMT-accelerated-newstest2016-")
     assert bleu.signature()["stats"]["timings"]["pbmt_decode"] == pbmt.signature()["stats"]["timings"]["pbmt_decode"]

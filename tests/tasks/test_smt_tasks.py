@@ -58,3 +58,23 @@ def test_pbmt_translates_a_split_with_lattices_and_fills_the_table(tmp_path, dat
     assert "pbmt_decode" in bleu["timings"]
     (record,) = [r for r in report.records() if r.system == "PBMT"]
     assert record.bleu == bleu["bleu"]["score"]
+
+
+def test_a_variant_sets_pbmt_limits_and_nbest_or_shares_the_profiles_artifact(tmp_path, data_dir):
+    from tasks.smt import decoder_settings
+    from tests.pipeline.test_config import copy_configs
+
+    configs = copy_configs(tmp_path / "configs")
+    path = configs / "profiles" / "tiny.toml"
+    head, accelerated = path.read_text().split("[variants.accelerated]")
+    accelerated = accelerated.replace("pbmt_options_per_phrase = 0 ", "pbmt_options_per_phrase = 3 ")
+    path.write_text(head + "[variants.accelerated]" + accelerated)
+    params = shared_params(tmp_path, data_dir, config_dir=configs)
+    base = DecodePBMT(split="newstest2016", **params)
+    fast = DecodePBMT(split="newstest2016", variant="accelerated", **params)
+    research = DecodePBMT(split="newstest2016", variant="research", **params)
+    assert (decoder_settings(base).stack_limit, decoder_settings(base).options_per_phrase, base.nbest()) == (10, 10, 20)
+    settings = decoder_settings(fast)
+    assert (settings.stack_limit, settings.distortion_limit, settings.options_per_phrase, fast.nbest()) == (5, 4, 3, 0)
+    assert research.params() == base.params() and research.artifact_dir() == base.artifact_dir()
+    assert fast.artifact_dir() != base.artifact_dir()

@@ -44,6 +44,16 @@ def test_every_lattice_path_scores_what_the_features_say(lm, decoded):
         assert t1 == t2 and c1 == pytest.approx(c2, abs=FLOAT32)
 
 
+def test_path_features_are_the_arc_features_summed_in_order(decoded):
+    graph = decoded[3]
+    for path in derivations(graph):
+        expected = np.zeros_like(graph.arc_features(path[0]))
+        for a in path:
+            expected += graph.arc_features(a)
+        assert np.array_equal(graph.features(path), expected)  # bit for bit: the n-best lists MERT reads
+    assert np.array_equal(graph.features([]), np.zeros_like(expected))
+
+
 def test_one_best_is_the_shortest_path(decoded):
     _, weights, _, graph = decoded
     fst = to_fst(graph)
