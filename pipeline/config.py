@@ -264,6 +264,11 @@ class LmbrProfile:
     grid_lambda: tuple[float, ...] = (0.25, 0.5, 1.0)
     grid_p: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's p
     grid_r: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's r
+    grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
+
+    def alphas(self, lattice_alpha: float) -> tuple[float, ...]:
+        """The path scales the tuning tries: the grid's, or only the lattices' own."""
+        return tuple(self.grid_alpha) or (lattice_alpha,)
 
 
 @dataclass(frozen=True)
@@ -359,6 +364,8 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("tune_sentences", lmbr.tune_sentences >= 1, "must be at least 1"),
                              ("grid_lambda", bool(lmbr.grid_lambda) and min(lmbr.grid_lambda) > 0,
                               "must list positive values"),
+                             ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
+                              "must list positive values (or none: the lattices' alpha)"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
                              ("max_evidence_states", lmbr.max_evidence_states >= 0,
                               "must not be negative (0: no bound)"),

@@ -49,15 +49,30 @@ class DecodeNMT(VariantTask):
 
             required["lmatrix"] = self.clone(BuildLMatrix)
             if self.profile_config.lmbr.tune:
+                from tasks.lattices import lmatrix_for
                 from tasks.tuning import TuneLMBR
 
                 required["tuning"] = self.clone(TuneLMBR, models=self.models)
+                own = self.profile_config.pbmt.alpha
+                others = [a for a in self.profile_config.lmbr.alphas(own) if a != own]
+                if others:  # the chosen alpha is known only after tuning: the L of every alpha of the grid
+                    required["lmatrix_alpha"] = {alpha: lmatrix_for(self, alpha) for alpha in others}
         return required
+
+    def chosen(self) -> dict[str, float]:
+        """TuneLMBR's choice: nmt_lambda, p, r and alpha."""
+        return read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+
+    def lmatrix(self):
+        """The split's BuildLMatrix under the path scale LMBR decodes with: TuneLMBR's alpha when it tunes one."""
+        required = self.requires()
+        alpha = self.chosen().get("alpha") if self.profile_config.lmbr.tune else None
+        return required.get("lmatrix_alpha", {}).get(alpha, required["lmatrix"])
 
     def nmt_lambda(self) -> float:
         """LMBR's lambda: TuneLMBR's choice when the profile tunes, else the profile's [lmbr] nmt_lambda."""
         if self.profile_config.lmbr.tune:
-            return float(read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]["nmt_lambda"])
+            return float(self.chosen()["nmt_lambda"])
         return self.profile_config.lmbr.nmt_lambda
 
     def params(self) -> dict[str, Any]:
@@ -82,11 +97,11 @@ class DecodeNMT(VariantTask):
         from lattices.theta import Theta
         from pipeline.decode.lmbr_tuning import ReweightedStore
 
-        store = LMatrixStore(sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        store = LMatrixStore(sorted(self.lmatrix().artifact_dir().glob("shard-*.npz")))
         lmbr = self.profile_config.lmbr
         if not lmbr.tune:
             return store
-        chosen = read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+        chosen = self.chosen()
         return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
 
     def hook_factory(self, models: LoadedModels, lines: range | None = None):
@@ -157,7 +172,7 @@ class DecodeNMT(VariantTask):
         (paper, Figure 1); wall seconds of their artifacts."""
         if not self.lmbr:
             return {}
-        lmatrix = self.requires()["lmatrix"]
+        lmatrix = self.lmatrix()
         pbmt = lmatrix.requires()["lattices"].signature()["stats"]["timings"]
         return {"pbmt_decode": pbmt["pbmt_decode"],
                 "posteriors_and_l": lmatrix.signature()["stats"]["timings"]["posteriors_and_l"]}

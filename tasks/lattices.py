@@ -37,6 +37,8 @@ class BuildLMatrix(VariantTask):
     tuned_for = luigi.Parameter(default="", description="FNMT or TNMT: theta's p and r from TuneLMBR of those "
                                                         "models ('': from the PBMT's tune-set precisions)")
     sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
+    alpha = luigi.FloatParameter(default=0.0, description="path scale of the posteriors (0: the lattices' own, "
+                                                          "[pbmt] alpha; with tuned_for, TuneLMBR's choice)")
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {
@@ -58,10 +60,20 @@ class BuildLMatrix(VariantTask):
         # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
         tuned = {"tuned_for": self.tuned_for} if self.tuned_for else {}
         first = {"sentences": self.sentences} if self.sentences else {}
-        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned, **first}
+        scale = {"alpha": self.alpha} if self.alpha else {}
+        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned, **first, **scale}
 
     def label(self) -> str:
-        return f"{self.split}-{self.tuned_for}" if self.tuned_for else self.split
+        label = f"{self.split}-{self.tuned_for}" if self.tuned_for else self.split
+        return f"{label}-alpha{self.alpha:g}" if self.alpha else label
+
+    def path_scale(self) -> float | None:
+        """alpha of the posteriors: the parameter, TuneLMBR's choice (tuned_for), or None: the lattices' own."""
+        if self.alpha:
+            return self.alpha
+        if self.tuned_for:
+            return read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"].get("alpha")
+        return None
 
     def nbest(self) -> int:
         """The evidence space: the variant's, else the profile's (0: the full lattice)."""
@@ -87,9 +99,9 @@ class BuildLMatrix(VariantTask):
         workers = max(1, min(self.processes, len(paths)))
         shards = [paths[k::workers] for k in range(workers)]
         jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
-                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), None, lmbr.semiring,
-                 self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine, lmbr.max_evidence_states)
-                for k, shard in enumerate(shards) if shard]
+                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), self.path_scale(),
+                 lmbr.semiring, self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine,
+                 lmbr.max_evidence_states) for k, shard in enumerate(shards) if shard]
         if len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
                 results = list(pool.map(build_lmatrix_shard, *zip(*jobs)))
@@ -105,4 +117,12 @@ class BuildLMatrix(VariantTask):
             "max_evidence_states": lmbr.max_evidence_states,
             "pruned": dict(sorted((s, m) for r in results for s, m in r["pruned"].items())),
             "theta": self.theta().signature(),
+            "alpha": results[0]["signature"]["alpha"] if results else self.path_scale(),
         }
+
+
+def lmatrix_for(task: PipelineTask, alpha: float, **overrides: Any) -> BuildLMatrix:
+    """BuildLMatrix of the task's split (and variant) under path scale alpha; the lattices' own alpha ([pbmt]
+    alpha) is the default artifact, shared with every task that does not tune alpha."""
+    own = task.profile_config.pbmt.alpha
+    return task.clone(BuildLMatrix, alpha=0.0 if alpha == own else float(alpha), **overrides)

@@ -1,5 +1,5 @@
-"""TuneLMBR: lambda, p and r of LMBR decoding chosen on the tuning set by the profile's grid (pipeline/decode/
-lmbr_tuning.py). DecodeLNMT / DecodeLTNMT then use the chosen lambda, and their BuildLMatrix the chosen theta."""
+"""TuneLMBR: lambda, p, r and alpha of LMBR decoding chosen on the tuning set by the profile's grid (pipeline/decode/
+lmbr_tuning.py). DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,12 +20,13 @@ from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import BuildLMatrix
+from tasks.lattices import lmatrix_for
 from tasks.nmt import NMTSystem
 
 
 class TuneLMBR(PipelineTask):
-    """lmbr.json: the chosen {nmt_lambda, p, r}, its theta, and the BLEU of every grid point on the tuning set."""
+    """lmbr.json: the chosen {nmt_lambda, p, r, alpha}, its theta, and the BLEU of every grid point on the tuning
+    set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
     stage = "lmbr-tuning"
     parallel, memory_mb = True, 3000
@@ -35,16 +36,19 @@ class TuneLMBR(PipelineTask):
         return self.models
 
     def requires(self) -> dict[str, PipelineTask]:
-        tune = self.config.splits.tune
+        tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         return {"system": self.clone(NMTSystem, system=self.models),
-                "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=self.profile_config.lmbr.tune_sentences),
+                "lmatrix": {alpha: lmatrix_for(self, alpha, split=tune, sentences=lmbr.tune_sentences)
+                            for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)},
                 "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
                 "truecaser": self.clone(TrainTruecaser)}
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
+        alphas = {"grid_alpha": lmbr.grid_alpha} if lmbr.grid_alpha else {}  # none: the artifacts of before
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
-                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, "decode": dataclasses.asdict(self.profile_config.decode)}
+                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas,
+                "decode": dataclasses.asdict(self.profile_config.decode)}
 
     def build(self, out: Path) -> dict[str, Any]:
         torch.set_num_threads(max(1, self.processes))
@@ -57,13 +61,14 @@ class TuneLMBR(PipelineTask):
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
-        store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
-        start = inputs["lmatrix"].theta()
-        grid = lmbr_grid(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r)
+        stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
+                  for alpha, task in inputs["lmatrix"].items()}
+        start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
+        grid = lmbr_grid(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r, tuple(stores))
 
         def translate(point) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            factory = lmbr_hook_factory(ReweightedStore(store, theta), models.tgt_vocab.bos_id,
+            factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
                                         vocab_size=len(models.tgt_vocab))
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,

@@ -127,6 +127,16 @@ def test_variants_set_pbmt_limits_and_the_nbest_list_or_keep_the_profiles(tmp_pa
         config.load_profile("small", folder)
 
 
+def test_alphas_of_the_lmbr_grid_must_be_positive(tmp_path):
+    assert config.load_profile("small").lmbr.alphas(1.0) == (1.0,)  # none listed: the lattices' alpha only
+    assert config.load_profile("paper").lmbr.alphas(1.0) == (0.5, 1.0)
+    folder = copy_configs(tmp_path)
+    path = folder / "profiles" / "small.toml"
+    path.write_text(path.read_text().replace("grid_alpha = []", "grid_alpha = [1.0, 0.0]"))
+    with pytest.raises(ConfigError, match="'lmbr.grid_alpha' must list positive values"):
+        config.load_profile("small", folder)
+
+
 def test_a_negative_evidence_state_bound_is_refused(tmp_path):
     folder = copy_configs(tmp_path)
     path = folder / "profiles" / "small.toml"

@@ -141,6 +141,7 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     text = re.sub(r"^grid_lambda = .*$", "grid_lambda = [0.001, 1.0]", text, flags=re.M)
     # the tiny dev set's PBMT precisions are 100%: p = r = 1 gives no token more from L than Theta_0 costs; p - 0.5
     # makes every n-gram of the lattice worth its cost, so that L can pull the output towards the lattice
+    text = re.sub(r"^grid_alpha = .*$", "grid_alpha = [1.0, 0.5]", text, flags=re.M)  # the lattices' alpha, and half
     profile.write_text(re.sub(r"^grid_p = .*$", "grid_p = [-0.5, 0.0]", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     lnmt = DecodeLTNMT(split="newstest2016", **params)
@@ -149,11 +150,23 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     tuning = lnmt.requires()["tuning"]
     record = json.loads((tuning.artifact_dir() / "lmbr.json").read_text())
     grid = record["grid"]
-    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r
-    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0])) == 4
-    assert record["sentences"] == 20
+    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r x 2 alphas
+    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0], [1.0, 0.5])) == 8
+    assert record["sentences"] == 20 and {point["alpha"] for point in grid} == {0.5, 1.0}
     best = max(grid, key=lambda point: point["bleu"])
-    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r")}
+    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r", "alpha")}
+    # each alpha has its own posteriors of the tuning sentences (alpha 1 is the lattices' own: the default artifact)
+    tune_l = tuning.requires()["lmatrix"]
+    assert tune_l[1.0].alpha == 0.0 and tune_l[0.5].alpha == 0.5
+    posteriors = [LMatrixStore(sorted(tune_l[a].artifact_dir().glob("shard-*.npz"))).get([0])[0].posteriors
+                  for a in (1.0, 0.5)]
+    assert posteriors[0].ngrams == posteriors[1].ngrams and (posteriors[0].values != posteriors[1].values).any()
+    # LTNMT decodes with the L of the chosen alpha; the other alpha's L of the split was built too
+    assert set(lnmt.requires()["lmatrix_alpha"]) == {0.5}
+    for alpha in (1.0, 0.5):  # whichever alpha the tuning chose, its L is the one decoded with
+        lnmt.chosen = lambda alpha=alpha: {**record["chosen"], "alpha": alpha}
+        assert lnmt.lmatrix().signature()["stats"]["alpha"] == alpha
+    del lnmt.chosen
     assert record["chosen"]["nmt_lambda"] == 0.001 and record["chosen"]["p"] == pytest.approx(start["p"] - 0.5)
     store = lnmt.lmatrix_store()  # the split's posteriors, once for all systems, under the chosen theta
     assert isinstance(store, ReweightedStore) and store.theta.p == record["chosen"]["p"]

@@ -31,3 +31,10 @@ def test_tune_picks_the_best_point_and_the_first_of_ties():
     assert best == GridPoint(0.5, 0.5, 0.5) and [r["bleu"] for r in results] == [10.0, 12.0, 12.0]
     with pytest.raises(ValueError, match="grid is empty"):
         tune_lmbr([], lambda p: [], lambda h: 0.0)
+
+
+def test_grid_tries_every_alpha_innermost():
+    grid = lmbr_grid(0.5, 0.5, [0.25, 1.0], [0.0], [0.0], [1.0, 0.5])
+    assert grid == [GridPoint(0.25, 0.5, 0.5, 1.0), GridPoint(0.25, 0.5, 0.5, 0.5),
+                    GridPoint(1.0, 0.5, 0.5, 1.0), GridPoint(1.0, 0.5, 0.5, 0.5)]
+    assert {point.alpha for point in lmbr_grid(0.5, 0.5, [1.0], [0.0], [0.0])} == {1.0}  # default: one alpha
