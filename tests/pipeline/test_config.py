@@ -114,7 +114,7 @@ def test_variants_set_pbmt_limits_and_the_nbest_list_or_keep_the_profiles(tmp_pa
     small = config.load_profile("small")
     accelerated, research = small.variant("accelerated"), small.variant("research")
     assert (accelerated.pbmt_stack_limit, accelerated.pbmt_distortion_limit, accelerated.pbmt_options_per_phrase,
-            accelerated.pbmt_nbest) == (5, 4, 5, 0)
+            accelerated.pbmt_nbest) == (5, 3, 5, 0)
     assert (research.pbmt_stack_limit, research.pbmt_options_per_phrase, research.pbmt_nbest) == (0, 0, -1)
     folder = copy_configs(tmp_path)
     path = folder / "profiles" / "small.toml"
