@@ -34,7 +34,7 @@ from pipeline.config import CONFIG_DIR  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
-from pipeline.io import read_json, read_lines, write_json  # noqa: E402
+from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.nmt.system import system_members  # noqa: E402
 from pipeline.smt.decoder import Decoder  # noqa: E402
 from pipeline.smt.parallel import Job, decode_all  # noqa: E402
@@ -64,7 +64,7 @@ class Pipelines:
         if missing:
             raise SystemExit(f"not built yet: {', '.join(missing)} (pass --build)")
         config, lmbr = self.lnmt.config, self.lnmt.profile_config.lmbr
-        self.lmatrix = self.lnmt.requires()["lmatrix"]
+        self.lmatrix = self.lnmt.lmatrix()  # the L of the alpha LNMT decodes with
         self.pbmt = self.lmatrix.requires()["lattices"]
         pbmt_inputs = self.pbmt.requires()
         self.words = split_words(pbmt_inputs["words"].artifact_dir(), config.source)
@@ -75,13 +75,14 @@ class Pipelines:
         self.lm = kenlm.Model(str(pbmt_inputs["lm"].artifact_dir() / "lm.bin"))
         self.weights = load_weights(pbmt_inputs["weights"].artifact_dir() / "weights.json").weights
         self.settings = decoder_settings(self.pbmt)
-        self.pbmt_nbest, self.alpha = self.pbmt.nbest(), self.pbmt.profile_config.pbmt.alpha
+        self.pbmt_nbest = self.pbmt.nbest()
+        self.alpha = self.lmatrix.alpha or self.pbmt.profile_config.pbmt.alpha
         lmatrix_inputs = self.lmatrix.requires()
         self.codes = lmatrix_inputs["codes"].artifact_dir() / f"codes.{config.target}"
         self.vocab = lmatrix_inputs["vocab"].artifact_dir() / f"vocab.{config.target}.json"
         self.lmbr, self.evidence = lmbr, self.lmatrix.nbest()
         if lmbr.tune:
-            chosen = read_json(self.lnmt.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+            chosen = self.lnmt.chosen()
             self.theta = Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t)
         else:
             self.theta = self.lmatrix.theta()

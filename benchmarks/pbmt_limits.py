@@ -65,11 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--distortions", default="6,4,3")
     p.add_argument("--options", default="20,10,5")
     p.add_argument("--runs", type=int, default=1, help="timed decodings per combination (median)")
+    p.add_argument("--build", action="store_true", help="build the phrase table, LM and MERT weights first")
     p.add_argument("--tolerance", type=float, default=0.5, help="BLEU the suggestion may lose")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/pbmt_limits.json")
     args = p.parse_args(argv)
     args.table = args.lm = args.weights = args.input = None
-    args.split, args.build, args.build_weights = "", False, True
+    args.split, args.build_weights = "", True
 
     profile = load_profile(args.profile, args.config_dir)
     config = profile.pbmt

@@ -63,7 +63,7 @@ class DecodeNMT(VariantTask):
         """TuneLMBR's choice: nmt_lambda, p, r and alpha."""
         return read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
 
-    def lmatrix(self):
+    def lmatrix(self) -> PipelineTask:
         """The split's BuildLMatrix under the path scale LMBR decodes with: TuneLMBR's alpha when it tunes one."""
         required = self.requires()
         alpha = self.chosen().get("alpha") if self.profile_config.lmbr.tune else None
