@@ -5,7 +5,8 @@ and the report's MeasureDecodingSpeed task.
   hypothesis), one sentence at a time, per beam size; the outputs must be identical (asserted unless allowed).
 - :func:`speed_vs_batch` (Figure 3): sentences per batch at a fixed beam, sorted by length or in input order; the
   speed-up is against one sentence per batch (beam batching alone).
-- :func:`streaming_vs_batching`: streaming refill against plain sentence batching, same outputs (asserted).
+- :func:`streaming_vs_batching`: streaming refill against plain sentence batching, same outputs (asserted), with
+  the neural queries each made and the rows a query advanced on average (:class:`QueryCounter`).
 
 Every configuration is timed `runs` times and the fastest run kept. Words are source words (BPE merged).
 """
@@ -20,7 +21,23 @@ from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.unbatched import unbatched_decode
 from pipeline.io import atomic_path
 
-__all__ = ["plot_speed", "speed_vs_batch", "speed_vs_beam", "streaming_vs_batching", "timed", "tokens_of"]
+__all__ = ["QueryCounter", "plot_speed", "speed_vs_batch", "speed_vs_beam", "streaming_vs_batching", "timed",
+           "tokens_of"]
+
+
+class QueryCounter:
+    """A StepModel that counts the neural queries (``step`` calls) of the model it wraps and the rows they advance."""
+
+    def __init__(self, model) -> None:
+        self.model, self.queries, self.rows = model, 0, 0
+
+    def step(self, state, prev):
+        self.queries += 1
+        self.rows += int(prev.shape[0])
+        return self.model.step(state, prev)
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
 
 
 def timed(runs: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -105,10 +122,16 @@ def streaming_vs_batching(model, ids: Sequence[Sequence[int]], words: Sequence[i
             assert tokens_of(out) == reference, f"{mode}, sort {sort}: the outputs changed"
             row[f"{mode}_seconds"] = round(seconds, 3)
             row[f"{mode}_wpm"] = _wpm(words, seconds)
+            counter = QueryCounter(model)  # one more, untimed run: how many queries, how full
+            decode_sources(counter, ids, settings, pool, sort, streaming=streaming, refill=refill)
+            row[f"{mode}_queries"] = counter.queries
+            row[f"{mode}_rows_per_query"] = round(counter.rows / max(counter.queries, 1), 2)
         row["streaming_speedup"] = round(row["streaming_wpm"] / row["batched_wpm"], 3)
         rows.append(row)
-        log(f"(c) {'sorted' if sort else 'input order'}: batched {row['batched_wpm']:8.0f} wpm, streaming "
-            f"{row['streaming_wpm']:8.0f} wpm ({row['streaming_speedup']:.2f}x), identical outputs")
+        log(f"(c) {'sorted' if sort else 'input order'}: batched {row['batched_wpm']:8.0f} wpm "
+            f"({row['batched_queries']} queries of {row['batched_rows_per_query']:.1f} rows), streaming "
+            f"{row['streaming_wpm']:8.0f} wpm ({row['streaming_queries']} queries of "
+            f"{row['streaming_rows_per_query']:.1f} rows; {row['streaming_speedup']:.2f}x), identical outputs")
     return rows
 
 

@@ -10,6 +10,9 @@ from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.beam_search import BeamBatch
 from pipeline.decode.hooks import SentenceMaskHook
 from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.scores import max_output_lengths
+from pipeline.decode.speed import QueryCounter
+from pipeline.nmt.batching import pad_sequences
 from pipeline.nmt.interface import Ensemble
 from tests.pipeline.decode.helpers import BOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources, tokens_of
@@ -90,3 +93,21 @@ def test_streaming_reports_progress_and_refuses_a_bad_refill():
     with pytest.raises(ValueError, match="refill must be in"):
         decode_sources(model, sources, SearchSettings(beam=2), batch_sentences=3, streaming=True, refill=1.0)
     assert decode_sources(model, [], SearchSettings(beam=2), streaming=True) == []
+
+
+
+def test_query_counter_counts_every_step_and_its_rows_without_changing_outputs():
+    model = PrefixModel(vocab=7, seed=2, eos_bias=-0.4)
+    sources = random_sources(9, seed=3, longest=8)
+    settings = SearchSettings(beam=3, max_length_a=1.0, max_length_b=2)
+    counter = QueryCounter(model)
+    assert tokens_of(decode_sources(counter, sources, settings, batch_sentences=4, sort=False)) == \
+        tokens_of(decode_sources(model, sources, settings, batch_sentences=4, sort=False))
+    steps = rows = 0  # the same batches stepped by hand: one query per step, of the live hypotheses
+    for start in range(0, len(sources), 4):
+        src, lengths = pad_sequences(sources[start:start + 4], model.pad_id)
+        batch = BeamBatch(model, src, lengths, max_output_lengths(lengths, 1.0, 2, None), settings)
+        while not batch.done:
+            steps, rows = steps + 1, rows + int(batch.scores.numel())
+            batch.step()
+    assert (counter.queries, counter.rows) == (steps, rows) and rows > steps > 0
