@@ -95,7 +95,6 @@ def test_streaming_reports_progress_and_refuses_a_bad_refill():
     assert decode_sources(model, [], SearchSettings(beam=2), streaming=True) == []
 
 
-
 def test_query_counter_counts_every_step_and_its_rows_without_changing_outputs():
     model = PrefixModel(vocab=7, seed=2, eos_bias=-0.4)
     sources = random_sources(9, seed=3, longest=8)
