@@ -14,6 +14,7 @@ reported, with words per minute on source words and LNMT's share of FNMT's words
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -27,10 +28,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see beam_speed.py
 import torch  # noqa: E402
 
 from common import machine  # noqa: E402
-from pbmt_decode import REPO  # noqa: E402
+from pbmt_decode import REPO, artifact_arguments  # noqa: E402
 from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
-from pipeline.config import CONFIG_DIR  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
@@ -107,8 +107,7 @@ class Pipelines:
 
     def neural(self, weight: float, hook_factory=None) -> tuple[float, list[str]]:
         started = time.perf_counter()
-        result = translate_lines(self.bpe_lines, self.models, SearchSettings(**{**self.search.__dict__,
-                                                                                "weight": weight}),
+        result = translate_lines(self.bpe_lines, self.models, dataclasses.replace(self.search, weight=weight),
                                  self.processor, source=None, batch_sentences=self.decode.batch_sentences,
                                  sort=self.decode.sort, hook_factory=hook_factory, streaming=self.decode.streaming,
                                  refill=self.decode.refill)
@@ -140,10 +139,7 @@ class Pipelines:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="eng-ger")
-    p.add_argument("--profile", default="small")
-    p.add_argument("--work-dir", type=Path, default=REPO / "work")
-    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
+    artifact_arguments(p, "eng-ger")
     p.add_argument("--split", default="newstest2016", help="a devtest split of the task")
     p.add_argument("--variant", default="accelerated")
     p.add_argument("--sentences", type=int, default=0, help="first N sentences (0: the whole split)")

@@ -27,36 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beam_speed import REPO, load, sources  # noqa: E402
 from common import machine  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
-from pipeline.decode.speed import timed  # noqa: E402
+from pipeline.decode.speed import QueryCounter, timed  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
-from pipeline.decode.beam_search import BeamBatch  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
 
 import torch  # noqa: E402
-
-
-class StepCounter:
-    """Counts the rows advanced by every BeamBatch step (patched in for a measured run)."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-        self._step = BeamBatch.step
-
-    def __enter__(self) -> "StepCounter":
-        counter, step = self, self._step
-
-        def counted(batch):
-            counter.rows += int(batch.scores.numel())
-            return step(batch)
-
-        BeamBatch.step = counted
-        return self
-
-    def __exit__(self, *exc) -> None:
-        BeamBatch.step = self._step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             decode = lambda: decode_sources(model, ids, settings, args.batch_sentences, True,  # noqa: E731
                                             hook_factory=hook)
             seconds, _ = timed(args.runs, decode)
-            with StepCounter() as counter:
-                decode()
+            counter = QueryCounter(model)  # one more, untimed run: the rows advanced by every step
+            decode_sources(counter, ids, settings, args.batch_sentences, True, hook_factory=hook)
             runs[name] = {"seconds": round(seconds, 3), "wpm": round(60 * sum(words) / seconds, 1),
                           "row_steps": counter.rows, "ms_per_1000_row_steps": round(1e6 * seconds / counter.rows, 3)}
             print(f"{name:6s}: {runs[name]['wpm']:8.0f} wpm, {seconds:.2f} s, {counter.rows} row-steps, "

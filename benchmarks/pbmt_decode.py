@@ -32,6 +32,14 @@ from pipeline.smt.phrase_table import FastPhraseTable  # noqa: E402
 from pipeline.smt.weights import load_weights  # noqa: E402
 
 
+def artifact_arguments(p: argparse.ArgumentParser, task: str) -> None:
+    """--task, --profile, --work-dir, --config-dir: where a benchmark finds the pipeline's Luigi artifacts."""
+    p.add_argument("--task", default=task)
+    p.add_argument("--profile", default="small")
+    p.add_argument("--work-dir", type=Path, default=REPO / "work")
+    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
+
+
 def locate(args: argparse.Namespace) -> dict[str, Path | None]:
     """Paths of the table, LM, weights and source words: explicit ones, else the profile's Luigi artifacts."""
     if args.table and args.lm and args.input:
@@ -60,10 +68,7 @@ def locate(args: argparse.Namespace) -> dict[str, Path | None]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="ger-eng")
-    p.add_argument("--profile", default="small")
-    p.add_argument("--work-dir", type=Path, default=REPO / "work")
-    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
+    artifact_arguments(p, "ger-eng")
     p.add_argument("--split", help="split to decode (default: the task's tuning split, dev)")
     p.add_argument("--build", action="store_true", help="build missing artifacts with Luigi first")
     p.add_argument("--build-weights", action="store_true", help="with --build: run MERT too (slow)")

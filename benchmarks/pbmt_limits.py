@@ -27,8 +27,8 @@ import kenlm  # noqa: E402
 import sacrebleu  # noqa: E402
 
 from common import machine  # noqa: E402
-from pbmt_decode import REPO, locate  # noqa: E402
-from pipeline.config import CONFIG_DIR, load_profile, load_task  # noqa: E402
+from pbmt_decode import REPO, artifact_arguments, locate  # noqa: E402
+from pipeline.config import load_profile, load_task  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.smt.decoder import Decoder, DecoderSettings  # noqa: E402
 from pipeline.smt.features import Weights  # noqa: E402
@@ -55,10 +55,7 @@ def decode_seconds(decoder: Decoder, sentences: list[list[str]], runs: int) -> t
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="eng-ger")
-    p.add_argument("--profile", default="small")
-    p.add_argument("--work-dir", type=Path, default=REPO / "work")
-    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
+    artifact_arguments(p, "eng-ger")
     p.add_argument("--skip", type=int, default=500, help="leave out the first N tuning sentences (MERT's)")
     p.add_argument("--sentences", type=int, default=300)
     p.add_argument("--stacks", default="50,20,10,5")
