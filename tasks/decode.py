@@ -61,7 +61,7 @@ class DecodeNMT(VariantTask):
 
     def chosen(self) -> dict[str, float]:
         """TuneLMBR's choice: nmt_lambda, p, r and alpha."""
-        return read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+        return self.requires()["tuning"].chosen()
 
     def lmatrix(self) -> PipelineTask:
         """The split's BuildLMatrix under the path scale LMBR decodes with: TuneLMBR's alpha when it tunes one."""

@@ -10,7 +10,6 @@ import luigi
 from lattices.evidence import DEFAULT_MAX_STATES
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
-from pipeline.io import read_json
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, LearnBPE
 from tasks.evaluate import EvaluateSystem
@@ -72,7 +71,7 @@ class BuildLMatrix(VariantTask):
         if self.alpha:
             return self.alpha
         if self.tuned_for:
-            return read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"].get("alpha")
+            return self.requires()["tuning"].chosen().get("alpha")
         return None
 
     def nbest(self) -> int:
@@ -84,7 +83,7 @@ class BuildLMatrix(VariantTask):
         """From the PBMT's tune-set BLEU precisions, or the p and r that TuneLMBR chose."""
         lmbr = self.profile_config.lmbr
         if self.tuned_for:
-            chosen = read_json(self.requires()["tuning"].artifact_dir() / "lmbr.json")["chosen"]
+            chosen = self.requires()["tuning"].chosen()
             return Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t)
         bleu = self.requires()["theta"].signature()["stats"]["bleu"]
         return Theta.from_precisions(bleu["precisions"], lmbr.theta_convention, lmbr.theta_t)

@@ -15,13 +15,17 @@ from pipeline.decode.lmbr import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, tune_lmbr
 from pipeline.decode.translate import load_models, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
-from pipeline.io import read_lines, write_json
+from pipeline.io import read_json, read_lines, write_json
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.lattices import lmatrix_for
 from tasks.nmt import NMTSystem
+
+
+#: TuneLMBR's record of the chosen point, its theta and every grid point's BLEU.
+CHOICE_FILE = "lmbr.json"
 
 
 class TuneLMBR(PipelineTask):
@@ -49,6 +53,10 @@ class TuneLMBR(PipelineTask):
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
                 "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas,
                 "decode": dataclasses.asdict(self.profile_config.decode)}
+
+    def chosen(self) -> dict[str, float]:
+        """The chosen point of the built artifact: nmt_lambda, p, r and alpha."""
+        return read_json(self.artifact_dir() / CHOICE_FILE)["chosen"]
 
     def build(self, out: Path) -> dict[str, Any]:
         torch.set_num_threads(max(1, self.processes))
@@ -79,7 +87,7 @@ class TuneLMBR(PipelineTask):
 
         best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
-        write_json(out / "lmbr.json", {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
+        write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
                                        "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
