@@ -1,5 +1,5 @@
 # Two commands on a fresh machine: `make reproduce` and `make test`. Each installs what is missing first
-# (Debian packages, .venv, pip packages, KenLM's lmplz/build_binary) and is safe to run twice.
+# (Debian packages, .venv, pip packages, KenLM's lmplz/build_binary, the seedable eflomal) and is safe to run twice.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,9 +11,10 @@ ARGS ?=
 
 VENV_STAMP := $(VENV)/.installed
 KENLM_STAMP := $(TOOLS)/kenlm/bin/lmplz
+EFLOMAL_STAMP := $(TOOLS)/eflomal/bin/eflomal
 
 .PHONY: install reproduce test clean-work system
-install: system $(VENV_STAMP) $(KENLM_STAMP)
+install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP)
 
 system:
 	@scripts/install-system.sh
@@ -27,6 +28,9 @@ $(VENV_STAMP): setup.cfg constraints.txt pyproject.toml
 
 $(KENLM_STAMP): constraints.txt | system $(VENV_STAMP)
 	@scripts/build-kenlm.sh $(TOOLS) $(VENV)/bin/python
+
+$(EFLOMAL_STAMP): constraints.txt scripts/build-eflomal.sh | system $(VENV_STAMP)
+	@scripts/build-eflomal.sh $(TOOLS) $(VENV)/bin/python
 
 reproduce: install
 	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) --workers $(WORKERS) $(ARGS)

@@ -11,12 +11,13 @@ import errno
 import fcntl
 import gzip
 import hashlib
+import io
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from pipeline.errors import DataError
 
@@ -89,11 +90,24 @@ def _raise_if_disk_full(error: OSError, path: Path) -> None:
                         "replaced (an older version, if any, is intact); free space and rerun") from error
 
 
+@contextlib.contextmanager
+def gzip_writer(path: Path, compresslevel: int = 6, text: bool = False) -> Iterator[IO]:
+    """A gzip file (binary, or UTF-8 text) whose header carries no time and no file name: the same lines give the
+    same bytes in every run."""
+    with Path(path).open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
+                                                     compresslevel=compresslevel, mtime=0) as packed:
+        if text:
+            with io.TextIOWrapper(packed, encoding="utf-8") as out:
+                yield out
+        else:
+            yield packed
+
+
 def write_lines(path: Path, lines: Iterable[str]) -> int:
-    """Write lines atomically (gzip if the name ends in .gz); returns the number of lines written."""
+    """Write lines atomically (gzip, with no timestamp, if the name ends in .gz); returns the number of lines."""
     n = 0
     with atomic_path(Path(path)) as tmp:
-        opener = gzip.open(tmp, "wb", compresslevel=6) if Path(path).suffix == ".gz" else tmp.open("wb")
+        opener = gzip_writer(tmp) if Path(path).suffix == ".gz" else tmp.open("wb")
         with opener as f:
             for line in lines:
                 if "\n" in line:

@@ -64,6 +64,9 @@ class PipelineTask(luigi.Task):
                                    description="processes a task may use for parallel work")
 
     stage: ClassVar[str] = ""
+    # The version of the code that writes this stage's artifact: part of its hash. Bump it when a change of code
+    # changes the artifact, so that reruns rebuild it (tasks/versions.py, tests/tasks/test_stage_versions.py).
+    version: ClassVar[int] = 1
     parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
     memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
     batch: ClassVar[bool] = False     # heavy: runs as a batch job when luigi.cfg's [cluster] scheduler is not local
@@ -126,6 +129,7 @@ class PipelineTask(luigi.Task):
     def signature_params(self) -> dict[str, Any]:
         return {
             "stage": self.stage,
+            "version": self.version,
             "task": self.task_name,
             "profile": self.profile,
             **self.params(),

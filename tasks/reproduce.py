@@ -94,6 +94,26 @@ def share_the_scheduler() -> None:
         config.set("worker", "max_keep_alive_idle_duration", f"{idle} minutes")
 
 
+def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
+    """The models of the run whose training was stopped by its wall-clock guard (budget_seconds) before its fixed
+    number of updates: such a model, and every score that uses it, depends on the machine's speed."""
+    from tasks.nmt import TrainNMT
+
+    seen, todo, stops = set(), list(reports), []
+    while todo:
+        task = todo.pop()
+        if task.task_id in seen:
+            continue
+        seen.add(task.task_id)
+        todo.extend(luigi.task.flatten(task.requires()))
+        if isinstance(task, TrainNMT) and task.complete():
+            stats = task.signature()["stats"]
+            if stats.get("stop_reason") == "budget":
+                stops.append(f"{task.task_name} {task.architecture} seed {task.seed}: {stats['updates']} updates "
+                             f"in {stats['train_seconds']} s")
+    return sorted(stops)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or (args.processes is not None and args.processes < 1):
         raise PipelineError("--workers and --processes must be at least 1")
@@ -135,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
     work_dir = Path(args.work_dir or luigi.configuration.get_config().get("lmbr", "work_dir"))
     paths += write_stage_times(out, work_dir / profile, tasks, f"Build time of every stage per task, profile {profile}")
     print((out / "table1.md").read_text(encoding="utf-8"))
+    for stop in wall_clock_stops(reports):
+        print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "
+              "this model and its scores depend on the machine's speed", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")
     return 0
 

@@ -9,7 +9,7 @@ from typing import Any
 import kenlm
 
 from pipeline.io import read_json, read_lines, write_json, write_lines
-from pipeline.smt.align import AlignerSettings, align, format_links, parse_links
+from pipeline.smt.align import AlignerSettings, align, format_links, locate_eflomal, parse_links
 from pipeline.smt.decoder import Decoder, DecoderSettings
 from pipeline.smt.features import Weights
 from pipeline.smt.lattice import format_nbest
@@ -55,13 +55,16 @@ class AlignWords(PipelineTask):
         return self.clone(TruecaseSplit, split=self.config.splits.train)
 
     def params(self) -> dict[str, Any]:
-        return {"aligner": "eflomal", **asdict(AlignerSettings()), "symmetrisation": "grow-diag-final-and"}
+        return {"aligner": "eflomal", **asdict(self.aligner_settings()), "symmetrisation": "grow-diag-final-and"}
+
+    def aligner_settings(self) -> AlignerSettings:
+        return AlignerSettings(seed=self.profile_config.seed)
 
     def build(self, out: Path) -> dict[str, Any]:
         src, tgt = (list(read_lines(self.input_dir() / f"words.{lang}.gz"))
                     for lang in (self.config.source, self.config.target))
         started = time.perf_counter()
-        forward, reverse = align(src, tgt, AlignerSettings())
+        forward, reverse = align(src, tgt, locate_eflomal(Path(self.tools_dir)), self.aligner_settings())
         aligned = time.perf_counter()
         symmetric = [grow_diag_final_and(f, r) for f, r in zip(forward, reverse)]
         for name, links in (("fwd", forward), ("rev", reverse), ("gdfa", symmetric)):

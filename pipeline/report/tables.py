@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from pipeline.io import atomic_path, write_json, write_text
 from pipeline.report import render
+from pipeline.report.divergence import divergence_table
 from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
 
 
@@ -58,13 +59,22 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
                  data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str,
                  figures: Sequence[tuple[str, Path]] = ()) -> list[Path]:
     """Write table1.{md,csv,tex}, data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
-    into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there; return the paths."""
+    into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there with decoding_divergence.{md,csv}
+    (the sentences whose outputs differ between the figures' decoding modes); return the paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, source in figures:
         with atomic_path(out / name) as tmp:
             shutil.copyfile(source, tmp)
         paths.append(out / name)
+    header, rows = divergence_table(figures)
+    if rows:
+        title = ("Decoding modes compared in Figures 2-3: sentences whose best output differs from the reference "
+                 "mode's (float32 rounding of differently shaped products; each figure JSON lists them)")
+        for name, text in (("decoding_divergence.md", render.markdown(header, rows, title)),
+                           ("decoding_divergence.csv", render.csv_text(header, rows))):
+            write_text(out / name, text)
+            paths.append(out / name)
     header, rows = table1(records, tasks, systems)
     caption = f"Cased BLEU (sacrebleu) on the {eval_set} sets, profile {profile}"
     data_header, data_rows_ = data_table(data_rows)

@@ -14,7 +14,6 @@ Memory holds the word translation table and one source phrase's pairs at a time,
 """
 from __future__ import annotations
 
-import gzip
 import itertools
 import logging
 import os
@@ -26,7 +25,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from pipeline.io import atomic_path
+from pipeline.io import atomic_path, gzip_writer
 from pipeline.smt.extract import extract_pairs
 from pipeline.smt.lexical import LexicalTable
 from pipeline.smt.phrase_table import SEP, FastFormWriter
@@ -128,7 +127,7 @@ def _score(direct: Path, inverse: Path, lexical: LexicalTable, text_path: Path, 
            max_length: int) -> tuple[int, int]:
     writer = FastFormWriter(max_length)
     pairs = sources = 0
-    with atomic_path(Path(text_path)) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as out:
+    with atomic_path(Path(text_path)) as tmp, gzip_writer(tmp, 3, text=True) as out:
         joined = itertools.zip_longest(_lines(direct), _lines(inverse), fillvalue=["", "", ""])
         for f, group in itertools.groupby(joined, key=lambda x: x[0][0]):
             f_words = f.split()

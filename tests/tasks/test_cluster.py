@@ -1,7 +1,9 @@
 """Cluster mode and fault tolerance, on the tiny profile of ger-eng (PBMT, FNMT, LNMT) over a small de-en corpus:
 
 - the heavy stages as jobs of a real single-node Slurm (decoding in 2 shards) give the same Table 1 as the local run;
-- kill -9 of the whole run at 10 random points, rerunning each time, ends with the same results.json;
+- two clean runs in two work folders build identical artifacts (every file's content, timings aside);
+- kill -9 of the whole run at 10 random points, rerunning each time, ends with the same results.json and the same
+  artifacts;
 - scancel of a running Slurm job at 10 random points fails the run with the job's log path each time, and reruns
   complete it.
 Training stops after a number of updates (not seconds), so every run trains the same models however busy the machine.
@@ -24,6 +26,7 @@ import pytest
 from pipeline.data.resolver import CHECKOUT
 from pipeline.io import TMP_MARK
 from tests.conftest import write_deen_folder
+from tests.tasks.helpers import artifact_contents
 from tests.tasks.test_nmt_tasks import quick_configs
 
 SYSTEMS = "PBMT,FNMT,LNMT"
@@ -97,7 +100,25 @@ def assert_nothing_looks_complete_that_is_not(work: Path) -> None:
 @pytest.fixture(scope="module")
 def reference(setup) -> dict:
     seconds = complete(setup, "reference")
-    return {"seconds": seconds, "scores": scores(setup, "reference")}
+    return {"seconds": seconds, "scores": scores(setup, "reference"),
+            "artifacts": artifact_contents(setup["root"] / "reference" / "work"),
+            "table1": (setup["root"] / "reference" / "out" / "table1.md").read_text()}
+
+
+def assert_same_artifacts(setup: dict[str, Path], name: str, reference: dict) -> None:
+    built = artifact_contents(setup["root"] / name / "work")
+    assert sorted(built) == sorted(reference["artifacts"])
+    differing = [path for path, content in built.items() if content != reference["artifacts"][path]]
+    assert not differing, f"{len(differing)} artifact files differ from the reference run's: {differing[:10]}"
+    assert (setup["root"] / name / "out" / "table1.md").read_text() == reference["table1"]
+
+
+def test_two_clean_runs_build_identical_artifacts(setup, reference):
+    """Seeded alignment (eflomal), training stopped after a number of updates, gzip without timestamps: the same
+    command in another work folder writes the same content into every file of every artifact."""
+    complete(setup, "again")
+    assert len(reference["artifacts"]) > 100  # data, LM, alignment, phrases, MERT, lattices, L, NMT, decodings
+    assert_same_artifacts(setup, "again", reference)
 
 
 def test_the_reference_run_has_every_system(reference):
@@ -136,11 +157,13 @@ def test_kill_9_at_ten_random_points_then_resume(setup, reference):
         else:
             assert process.returncode == 0, process.stderr.read()[-3000:]
             assert scores(setup, "killed") == reference["scores"]
+            assert_same_artifacts(setup, "killed", reference)
             assert not [p for p in work.rglob("*") if TMP_MARK in p.name]
             shutil.rmtree(work)
             rounds += 1
     complete(setup, "killed")
     assert scores(setup, "killed") == reference["scores"]
+    assert_same_artifacts(setup, "killed", reference)
     assert_nothing_looks_complete_that_is_not(work)
     assert not [p for p in work.rglob("*") if TMP_MARK in p.name]  # the resumed stages cleaned their leftovers
 

@@ -8,6 +8,7 @@ import torch
 from luigi.execution_summary import LuigiStatusCode
 
 import tasks.nmt
+from tasks.reproduce import wall_clock_stops
 from pipeline.config import CONFIG_DIR
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint, load_vocabularies
 from pipeline.nmt.system import load_system
@@ -73,6 +74,9 @@ def test_nmt_stages_train_resume_average_and_define_the_systems(tmp_path, data_d
     transformer = TrainNMT(architecture="transformer", seed=1, **params)
     t_stats = transformer.signature()["stats"]
     assert t_stats["stop_reason"] == "budget" and t_stats["target_tokens_per_second"] > 0
+    # reproduce-table warns of the model its wall-clock guard stopped (the GRUs stopped after max_updates)
+    assert wall_clock_stops([fnmt, tnmt]) == [
+        f"ger-eng transformer seed 1: {t_stats['updates']} updates in {t_stats['train_seconds']} s"]
     averaged = AverageCheckpoints(architecture="transformer", seed=1, **params)
     kept = [p.name for p in list_checkpoints(transformer.artifact_dir() / "checkpoints")]
     assert averaged.signature()["stats"]["averaged"] == kept[-5:]

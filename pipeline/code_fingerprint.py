@@ -1,0 +1,70 @@
+"""The fingerprint of the code behind a module: its source and that of the project modules it imports.
+
+A stage's artifact depends on the code that wrote it. `fingerprint("tasks.smt", follow=("pipeline", "lattices"))`
+hashes the source of tasks/smt.py and, transitively, of every module of the `follow` packages it imports (found by
+reading the import statements, nothing is executed). tasks/versions.py compares these fingerprints with the ones
+recorded beside each stage's version, so that a change of code is never silently covered by an old version.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["fingerprint", "imported_modules", "module_closure"]
+
+
+def _source_path(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    return Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+
+
+def imported_modules(module: str) -> set[str]:
+    """The modules `module` imports (absolute names; `from a import b` gives a.b when that is a module, else a)."""
+    path = _source_path(module)
+    if path is None:
+        return set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if importlib.util.find_spec(base) and _is_module(candidate) else base)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def module_closure(module: str, follow: Iterable[str]) -> list[str]:
+    """`module` and every module of the `follow` packages reachable through imports from it, sorted."""
+    prefixes = tuple(follow)
+    within = lambda name: any(name == p or name.startswith(p + ".") for p in prefixes)  # noqa: E731
+    seen, todo = {module}, [module]
+    while todo:
+        for name in imported_modules(todo.pop()):
+            if within(name) and name not in seen and _source_path(name) is not None:
+                seen.add(name)
+                todo.append(name)
+    return sorted(seen)
+
+
+def fingerprint(module: str, follow: Iterable[str]) -> str:
+    """sha256 (16 hex digits) of the sources of :func:`module_closure` (names and contents)."""
+    digest = hashlib.sha256()
+    for name in module_closure(module, follow):
+        digest.update(name.encode() + b"\0" + _source_path(name).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
