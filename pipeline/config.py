@@ -18,6 +18,9 @@ from typing import Any, TypeVar
 from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import ConfigError
 
+#: LMBR gain forms (pipeline/decode/lmbr.py): the paper's L at every step, or each n-gram paid once per hypothesis.
+GAIN_FORMS = ("per_step", "bounded")
+
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 TOKENIZERS = ("moses", "jieba", "mecab")
 CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
@@ -265,10 +268,16 @@ class LmbrProfile:
     grid_p: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's p
     grid_r: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's r
     grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
+    gains: str = "per_step"  # "per_step" (the paper: L at every step) or "bounded" (each n-gram paid once)
+    grid_gains: tuple[str, ...] = ()  # gain forms the tuning tries (empty: only `gains`)
 
     def alphas(self, lattice_alpha: float) -> tuple[float, ...]:
         """The path scales the tuning tries: the grid's, or only the lattices' own."""
         return tuple(self.grid_alpha) or (lattice_alpha,)
+
+    def gain_forms(self) -> tuple[str, ...]:
+        """The gain forms the tuning tries: the grid's, or only `gains`."""
+        return tuple(self.grid_gains) or (self.gains,)
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,9 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                               "must list positive values"),
                              ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
                               "must list positive values (or none: the lattices' alpha)"),
+                             ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
+                             ("grid_gains", all(g in GAIN_FORMS for g in lmbr.grid_gains),
+                              f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
                              ("max_evidence_states", lmbr.max_evidence_states >= 0,
                               "must not be negative (0: no bound)"),

@@ -20,6 +20,7 @@ import luigi
 from pipeline import config as configs
 from pipeline.io import atomic_dir, exclusive, read_json, remove_stale_temporaries, write_json
 from pipeline.signature import format_signature, param_hash
+from tasks.cluster import run_as_job, submits
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,8 +156,6 @@ class PipelineTask(luigi.Task):
 
     def run(self) -> None:
         """Build here, or as a batch job when luigi.cfg's [cluster] scheduler says so and this is a heavy stage."""
-        from tasks.cluster import run_as_job, submits
-
         if submits(self):
             run_as_job(self)
         else:

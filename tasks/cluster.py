@@ -23,7 +23,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Protocol
 
 import luigi.configuration
 
@@ -31,8 +31,24 @@ from pipeline.cluster import slurm
 from pipeline.errors import ConfigError
 from pipeline.io import write_text
 
-if TYPE_CHECKING:
-    from tasks.base import PipelineTask
+
+
+class BatchStage(Protocol):
+    """What this module needs of a stage (tasks/base.py's PipelineTask; the import runs base -> cluster)."""
+
+    task_name: str
+    profile: str
+    work_dir: str
+    stage: str
+    batch: bool
+    shardable: bool
+
+    def needs(self) -> dict[str, int]: ...
+    def artifact_dir(self) -> Path: ...
+    def complete(self) -> bool: ...
+    def to_str_params(self) -> dict[str, str]: ...
+    def build_artifact(self, build: Callable[[Path], dict[str, Any]] | None = None) -> None: ...
+    def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]: ...
 
 SCHEDULERS = ("local", "slurm")
 REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus")
@@ -48,12 +64,12 @@ def scheduler() -> str:
     return name
 
 
-def submits(task: "PipelineTask") -> bool:
+def submits(task: BatchStage) -> bool:
     """Whether `task` runs as a batch job here."""
     return task.batch and scheduler() != "local"
 
 
-def job_request(task: "PipelineTask") -> slurm.JobRequest:
+def job_request(task: BatchStage) -> slurm.JobRequest:
     """The task's needs (cores, memory, GPU), overridden by [cluster] and then by [cluster.<stage>]."""
     config = luigi.configuration.get_config()
     needs = task.needs()
@@ -72,13 +88,13 @@ def job_request(task: "PipelineTask") -> slurm.JobRequest:
     return slurm.JobRequest(**values)  # type: ignore[arg-type]
 
 
-def job_command(task: "PipelineTask") -> list[str]:
+def job_command(task: BatchStage) -> list[str]:
     """The command a job runs: build exactly this task (tasks/job.py)."""
     cls = type(task)
     return [sys.executable, "-m", "tasks.job", cls.__module__, cls.__name__, json.dumps(task.to_str_params())]
 
 
-def shards(task: "PipelineTask") -> int:
+def shards(task: BatchStage) -> int:
     """Jobs to split the task into: [cluster] decode_shards for the sharded stages (decoding), else 1."""
     if not task.shardable:
         return 1
@@ -88,7 +104,7 @@ def shards(task: "PipelineTask") -> int:
     return int(raw)
 
 
-def run_as_job(task: "PipelineTask") -> None:
+def run_as_job(task: BatchStage) -> None:
     """Build `task` by batch jobs: one job, or `shards` jobs whose parts (consecutive pieces of the split, each
     written atomically and kept across reruns) this worker then merges in order."""
     final = task.artifact_dir()
@@ -111,11 +127,11 @@ def run_as_job(task: "PipelineTask") -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _log_dir(task: "PipelineTask") -> Path:
+def _log_dir(task: BatchStage) -> Path:
     return Path(task.work_dir) / task.profile / task.task_name / "logs"
 
 
-def _run_jobs(task: "PipelineTask", commands: dict[str, list[str]]) -> None:
+def _run_jobs(task: BatchStage, commands: dict[str, list[str]]) -> None:
     """Submit (or adopt) one job per command, wait for all, and raise naming every job that did not succeed."""
     final = task.artifact_dir()
     jobs: dict[str, tuple[str, Path]] = {}

@@ -21,7 +21,7 @@ from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask, shard_bounds
 from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
 from tasks.nmt import NMTSystem
-from tasks.systems import VariantTask
+from tasks.variants import VariantTask
 
 
 class DecodeNMT(VariantTask):
@@ -59,8 +59,8 @@ class DecodeNMT(VariantTask):
                     required["lmatrix_alpha"] = {alpha: lmatrix_for(self, alpha) for alpha in others}
         return required
 
-    def chosen(self) -> dict[str, float]:
-        """TuneLMBR's choice: nmt_lambda, p, r and alpha."""
+    def chosen(self) -> dict[str, Any]:
+        """TuneLMBR's choice: nmt_lambda, p, r, alpha and gains."""
         return self.requires()["tuning"].chosen()
 
     def lmatrix(self) -> PipelineTask:
@@ -81,6 +81,7 @@ class DecodeNMT(VariantTask):
         if self.lmbr:
             lmbr = self.profile_config.lmbr
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
+            params["gains"] = "tuned" if lmbr.tune else lmbr.gains
         variant = self.variant_config()
         return {**params, **self.variant_params(**({"beam": variant.beam, "threshold": variant.threshold,
                                                     "single_model": variant.single_model} if variant else {}))}
@@ -112,7 +113,13 @@ class DecodeNMT(VariantTask):
         from pipeline.decode.lmbr import lmbr_hook_factory
 
         return lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, sentence_ids=lines,
-                                 vocab_size=len(models.tgt_vocab))
+                                 vocab_size=len(models.tgt_vocab), gains=self.gains())
+
+    def gains(self) -> str:
+        """The gain form: the tuned one (lmbr.json of before bounded gains: the paper's per step), else the
+        profile's."""
+        lmbr = self.profile_config.lmbr
+        return self.chosen().get("gains", "per_step") if lmbr.tune else lmbr.gains
 
     def build(self, out: Path) -> dict[str, Any]:
         return self.build_shard(out, 0, 1)
@@ -146,6 +153,8 @@ class DecodeNMT(VariantTask):
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
+        if self.lmbr:
+            stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
                             "nmt_decode": stats["timings"]["nmt_decode"],
                             "postprocess": stats["timings"]["postprocess"]}

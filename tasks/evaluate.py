@@ -11,7 +11,8 @@ from pipeline.io import read_lines, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, SplitTask, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
-from tasks.systems import VariantTask, translation_task
+from tasks.systems import translation_task
+from tasks.variants import VariantTask
 
 
 class RoundTripBLEU(SplitTask):

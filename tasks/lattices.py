@@ -10,11 +10,12 @@ import luigi
 from lattices.evidence import DEFAULT_MAX_STATES
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
+from pipeline.evaluation.bleu import corpus_bleu
+from pipeline.io import read_lines
 from tasks.base import PipelineTask
-from tasks.data import BuildVocab, LearnBPE
-from tasks.evaluate import EvaluateSystem
+from tasks.data import BuildVocab, LearnBPE, TokenizeSplit
 from tasks.smt import DecodePBMT
-from tasks.systems import VariantTask
+from tasks.variants import VariantTask
 
 
 #: The [lmbr] settings that shape L (the others belong to decoding and tuning).
@@ -27,29 +28,26 @@ LMATRIX_SETTINGS_IF_CHANGED = {"max_evidence_states": DEFAULT_MAX_STATES}
 class BuildLMatrix(VariantTask):
     """Posteriors (orders 1-4) and L per sentence, in NMT target units, sharded over `processes` workers.
 
-    Theta comes from the PBMT's BLEU precisions on the task's tuning set (ALGORITHMS.md section 3).
+    Theta comes from the PBMT's BLEU precisions on the task's tuning set (ALGORITHMS.md section 3); LNMT and LTNMT
+    decode with these posteriors under the theta TuneLMBR chose (pipeline/decode/lmbr_tuning.ReweightedStore).
     """
 
     stage = "lmatrix"
     parallel, memory_mb = True, 2000
 
-    tuned_for = luigi.Parameter(default="", description="FNMT or TNMT: theta's p and r from TuneLMBR of those "
-                                                        "models ('': from the PBMT's tune-set precisions)")
     sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
     alpha = luigi.FloatParameter(default=0.0, description="path scale of the posteriors (0: the lattices' own, "
-                                                          "[pbmt] alpha; with tuned_for, TuneLMBR's choice)")
+                                                          "[pbmt] alpha)")
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {
             "lattices": self.clone(DecodePBMT),
             "codes": self.clone(LearnBPE),
             "vocab": self.clone(BuildVocab),
-            "theta": self.clone(EvaluateSystem, system="PBMT", split=self.config.splits.tune),
+            # theta: the PBMT's BLEU precisions on the tuning set (the variant's PBMT limits)
+            "tune_translation": self.clone(DecodePBMT, split=self.config.splits.tune),
+            "tune_references": self.clone(TokenizeSplit, split=self.config.splits.tune),
         }
-        if self.tuned_for:
-            from tasks.tuning import TuneLMBR
-
-            required["tuning"] = self.clone(TuneLMBR, models=self.tuned_for)
         return required
 
     def params(self) -> dict[str, Any]:
@@ -57,22 +55,16 @@ class BuildLMatrix(VariantTask):
         lmbr = {k: v for k, v in settings.items()
                 if k in LMATRIX_SETTINGS or LMATRIX_SETTINGS_IF_CHANGED.get(k, v) != v}
         # the variant acts only through nbest (and the lattices): a variant that keeps them shares the artifact
-        tuned = {"tuned_for": self.tuned_for} if self.tuned_for else {}
         first = {"sentences": self.sentences} if self.sentences else {}
         scale = {"alpha": self.alpha} if self.alpha else {}
-        return {"split": self.split, **lmbr, "nbest": self.nbest(), **tuned, **first, **scale}
+        return {"split": self.split, **lmbr, "nbest": self.nbest(), **first, **scale}
 
     def label(self) -> str:
-        label = f"{self.split}-{self.tuned_for}" if self.tuned_for else self.split
-        return f"{label}-alpha{self.alpha:g}" if self.alpha else label
+        return f"{self.split}-alpha{self.alpha:g}" if self.alpha else self.split
 
     def path_scale(self) -> float | None:
-        """alpha of the posteriors: the parameter, TuneLMBR's choice (tuned_for), or None: the lattices' own."""
-        if self.alpha:
-            return self.alpha
-        if self.tuned_for:
-            return self.requires()["tuning"].chosen().get("alpha")
-        return None
+        """alpha of the posteriors: the parameter, or None: the lattices' own."""
+        return self.alpha or None
 
     def nbest(self) -> int:
         """The evidence space: the variant's, else the profile's (0: the full lattice)."""
@@ -80,13 +72,12 @@ class BuildLMatrix(VariantTask):
         return variant.lmbr_nbest if variant else self.profile_config.lmbr.nbest
 
     def theta(self) -> Theta:
-        """From the PBMT's tune-set BLEU precisions, or the p and r that TuneLMBR chose."""
-        lmbr = self.profile_config.lmbr
-        if self.tuned_for:
-            chosen = self.requires()["tuning"].chosen()
-            return Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t)
-        bleu = self.requires()["theta"].signature()["stats"]["bleu"]
-        return Theta.from_precisions(bleu["precisions"], lmbr.theta_convention, lmbr.theta_t)
+        """From the PBMT's cased BLEU precisions on the tuning set."""
+        lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
+        hypotheses = list(read_lines(inputs["tune_translation"].artifact_dir() / f"translation.{target}"))
+        references = list(read_lines(inputs["tune_references"].artifact_dir() / f"raw.{target}.gz"))
+        bleu = corpus_bleu(hypotheses, references, target)
+        return Theta.from_precisions(bleu.precisions, lmbr.theta_convention, lmbr.theta_t)
 
     def build(self, out: Path) -> dict[str, Any]:
         lmbr, target = self.profile_config.lmbr, self.config.target

@@ -22,7 +22,7 @@ from pipeline.smt.weights import load_weights, save_weights
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask, shard_bounds
 from tasks.data import TrainTruecaser, TruecaseSplit, load_truecaser
-from tasks.systems import VariantTask
+from tasks.variants import VariantTask
 from tasks.lm import TrainLM
 
 TABLE_TEXT, TABLE_FAST = "phrase-table.gz", "phrase-table.npz"

@@ -51,11 +51,11 @@ class TuneLMBR(PipelineTask):
         lmbr = self.profile_config.lmbr
         alphas = {"grid_alpha": lmbr.grid_alpha} if lmbr.grid_alpha else {}  # none: the artifacts of before
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
-                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas,
+                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, "gains": lmbr.gain_forms(),
                 "decode": dataclasses.asdict(self.profile_config.decode)}
 
-    def chosen(self) -> dict[str, float]:
-        """The chosen point of the built artifact: nmt_lambda, p, r and alpha."""
+    def chosen(self) -> dict[str, Any]:
+        """The chosen point of the built artifact: nmt_lambda, p, r, alpha and gains."""
         return read_json(self.artifact_dir() / CHOICE_FILE)["chosen"]
 
     def build(self, out: Path) -> dict[str, Any]:
@@ -72,12 +72,13 @@ class TuneLMBR(PipelineTask):
         stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                   for alpha, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
-        grid = lmbr_grid(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r, tuple(stores))
+        grid = lmbr_grid(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r, tuple(stores),
+                         lmbr.gain_forms())
 
         def translate(point) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
             factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
-                                        vocab_size=len(models.tgt_vocab))
+                                        vocab_size=len(models.tgt_vocab), gains=point.gains)
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
                                       max_length_b=decode.max_length_b, weight=point.nmt_lambda)

@@ -8,7 +8,9 @@ Moses-style n-best lists. Search settings default to the `[decode]` section of `
 
 LMBR (`--lmbr DIR`): the L matrices of BuildLMatrix (its folder of shard-*.npz, or one shard file), built from
 the lattices of the same input, line i using sentence i's L; the NMT log-probabilities are scaled by
-`--lmbr-lambda` (0.5: the paper's 0.5 / models on the sum, here on the ensemble's average).
+`--lmbr-lambda` (0.5: the paper's 0.5 / models on the sum, here on the ensemble's average); `--lmbr-gains
+bounded` pays each n-gram of the evidence space at most once per hypothesis (the paper's rule, `per_step`, pays it
+at every step).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import sys
 from pathlib import Path
 
 from pipeline import config as configs
+from pipeline.config import GAIN_FORMS
 from pipeline.errors import DataError
 
 
@@ -55,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length-b", type=int, help="see --max-length-a")
     p.add_argument("--lmbr", help="LMBR decoding with the L matrices of this BuildLMatrix folder (or shard file)")
     p.add_argument("--lmbr-lambda", type=float, default=0.5, help="lambda, the scale of log P_NMT with --lmbr")
+    p.add_argument("--lmbr-gains", choices=GAIN_FORMS, default="per_step",
+                   help="with --lmbr: L at every step (the paper) or each n-gram paid at most once (bounded)")
     p.add_argument("--int8", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU: dynamic int8 quantisation of the linear layers (default: the profile's)")
     p.add_argument("--precompute-embeddings", action=argparse.BooleanOptionalAction, default=None,
@@ -140,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         if not shards or not all(p.is_file() for p in shards):
             raise DataError(f"{folder}: no L matrices (shard-*.npz of BuildLMatrix) there")
         hook_factory = lmbr_hook_factory(LMatrixStore(shards), models.tgt_vocab.bos_id,
-                                         vocab_size=len(models.tgt_vocab))
+                                         vocab_size=len(models.tgt_vocab), gains=args.lmbr_gains)
     try:
         result = translate_lines(lines, models, settings, target, source,
                                  batch_sentences=args.batch_sentences or decode.batch_sentences,
@@ -154,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if args.bpe_output:
         _write(args.bpe_output, format_nbest(result, bpe=True) if nbest else result.bpe)
     stats = {**result.stats, "model_files": [str(m) for m in models.members], "task": task.name,
-             "lmbr": {"matrices": args.lmbr, "lambda": args.lmbr_lambda} if args.lmbr else None,
+             "lmbr": {"matrices": args.lmbr, "lambda": args.lmbr_lambda, "gains": args.lmbr_gains}
+             if args.lmbr else None,
              "speedups": speedups.names()}
     if args.timings:
         write_json(Path(args.timings), stats)

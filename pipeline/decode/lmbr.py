@@ -10,6 +10,14 @@ lambda is ``SearchSettings.weight`` (the decoder scales the NMT log-probabilitie
 hypothesis is the longest suffix of its history (up to order - 1 tokens) that is a row of L; the first is the
 row of [BOS]. A sentence without L (no lattice) cannot be decoded with LMBR: the store raises KeyError, which
 :func:`lmbr_hook_factory` turns into a clear error naming the sentence.
+
+Gains (``gains=``): ``"per_step"`` is the paper's rule, L added at every step, so a repeated n-gram is paid again
+each time; ``"bounded"`` (:class:`BoundedLmbrHook`, lattices/gains.py) pays each n-gram of the evidence space at
+most once per hypothesis, the at-least-once meaning of the posteriors and BLEU's clipping. It also carries the ids
+of the n-grams each hypothesis has earned ([R, K], -1 padded), reordered with the beam:
+
+    scores [R, V] = lambda * log P_NMT + L[rows] - gains of earned[r] that candidate y would earn again
+    earned [R', K'] = earned[index] + the n-grams of (rows[index], tokens) not earned before
 """
 from __future__ import annotations
 
@@ -19,11 +27,13 @@ import torch
 from torch import Tensor
 
 from lattices.batch import LMatrixBatch
+from lattices.gains import GainBatch, NgramGains
 from lattices.lmatrix import LMatrix
+from pipeline.config import GAIN_FORMS
 from pipeline.decode.hooks import HookFactory, ScoreHook
 from pipeline.errors import DataError
 
-__all__ = ["LmbrHook", "lmbr_hook_factory"]
+__all__ = ["BoundedLmbrHook", "LmbrHook", "lmbr_hook_factory"]
 
 
 class MatrixSource(Protocol):
@@ -60,25 +70,82 @@ class LmbrHook(ScoreHook):
         old = (self, other)
         merged = LMatrixBatch([h.batch.matrices[i] for h in old for i in h.active], self.batch.device,
                               self.batch.base.dtype)
-        parts, first = [], 0
-        for hook in old:
-            new_index = torch.full((hook.batch.num_sentences,), -1, dtype=torch.long, device=merged.device)
-            new_index[torch.tensor(hook.active, dtype=torch.long, device=merged.device)] = torch.arange(
-                first, first + len(hook.active), device=merged.device)
+        parts = []
+        for hook, new_index in zip(old, self._new_positions(old, merged.device)):
             sentence = hook.batch.row_sentence[hook.rows]
             within = hook.rows - hook.batch.row_offsets[sentence]
             parts.append(merged.row_offsets[new_index[sentence]] + within)
-            first += len(hook.active)
         self.batch, self.rows = merged, torch.cat(parts)
-        self.active = list(range(first))
+        self.active = list(range(sum(len(h.active) for h in old)))
+
+    @staticmethod
+    def _new_positions(hooks: Sequence["LmbrHook"], device: torch.device) -> list[Tensor]:
+        """Per hook, [its batch's sentences] -> the position of each active one in the merged batch (-1: gone)."""
+        positions, first = [], 0
+        for hook in hooks:
+            new_index = torch.full((hook.batch.num_sentences,), -1, dtype=torch.long, device=device)
+            new_index[torch.tensor(hook.active, dtype=torch.long, device=device)] = torch.arange(
+                first, first + len(hook.active), device=device)
+            positions.append(new_index)
+            first += len(hook.active)
+        return positions
+
+
+class BoundedLmbrHook(LmbrHook):
+    """LMBR with bounded gains: each n-gram of the evidence space is paid at most once per hypothesis."""
+
+    def __init__(self, batch: LMatrixBatch, bos_id: int, gains: Sequence[NgramGains]) -> None:
+        super().__init__(batch, bos_id)
+        self.ngram_gains = list(gains)  # per batch sentence (kept for merges)
+        self.gains = GainBatch(self.ngram_gains, batch.row_offsets, batch.base.dtype)
+        self.earned = torch.full((self.rows.numel(), 0), -1, dtype=torch.long, device=batch.device)  # [R, K]
+        # [BOS] is the history of every hypothesis, not a token it produced: n-grams ending in it earn nothing
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        return self.gains.subtract_earned(super().scores(log_probs, t), self.rows, self.earned)
+
+    def reorder(self, index: Tensor) -> None:
+        super().reorder(index)
+        self.earned = self.earned.index_select(0, index)
+
+    def advance(self, tokens: Tensor) -> None:
+        new = self.gains.earned_by(self.rows, tokens)                                # [R, order]
+        seen = (self.earned[:, :, None] == new[:, None, :]).any(1) if self.earned.shape[1] else None
+        if seen is not None:
+            new = new.masked_fill(seen, -1)
+        earned = torch.cat([self.earned, new], 1)
+        self.earned = earned[:, (earned >= 0).any(0)]  # drop columns no row uses
+        super().advance(tokens)
+
+    def merge(self, other: ScoreHook) -> None:
+        if not isinstance(other, BoundedLmbrHook):
+            raise TypeError(f"a bounded-gain hook merges with another, not {type(other).__name__}")
+        hooks = (self, other)
+        gains = [h.ngram_gains[i] for h in hooks for i in h.active]
+        offsets = torch.as_tensor([0] + [len(g) for g in gains], device=self.batch.device).cumsum(0)
+        earned = []
+        for hook, new_index in zip(hooks, self._new_positions(hooks, self.batch.device)):
+            ids = hook.earned.clamp(min=0)
+            sentence = hook.gains.sentence_of_ngram(ids)
+            moved = offsets[new_index[sentence].clamp(min=0)] + ids - hook.gains.offsets[sentence]
+            earned.append(torch.where(hook.earned >= 0, moved, hook.earned))
+        width = max(e.shape[1] for e in earned)
+        earned = [torch.nn.functional.pad(e, (0, width - e.shape[1]), value=-1) for e in earned]
+        super().merge(other)
+        self.ngram_gains = gains
+        self.gains = GainBatch(gains, self.batch.row_offsets, self.batch.base.dtype)
+        self.earned = torch.cat(earned)
 
 
 def lmbr_hook_factory(store: MatrixSource, bos_id: int, sentence_ids: Sequence[int] | None = None,
-                      vocab_size: int | None = None) -> HookFactory:
+                      vocab_size: int | None = None, gains: str = "per_step") -> HookFactory:
     """A hook factory for decode_sources / translate_lines: input index i uses L of sentence_ids[i] (default i).
 
-    vocab_size: the NMT target vocabulary's size; an L over another vocabulary is refused.
+    vocab_size: the NMT target vocabulary's size; an L over another vocabulary is refused. gains: "per_step" (the
+    paper's rule) or "bounded" (each n-gram paid at most once per hypothesis).
     """
+    if gains not in GAIN_FORMS:
+        raise ValueError(f"gains must be one of {', '.join(GAIN_FORMS)}, not {gains!r}")
 
     def factory(indices: Sequence[int], device: torch.device) -> ScoreHook:
         wanted = [sentence_ids[i] if sentence_ids is not None else i for i in indices]
@@ -90,6 +157,9 @@ def lmbr_hook_factory(store: MatrixSource, bos_id: int, sentence_ids: Sequence[i
         if vocab_size is not None and matrices and matrices[0].vocab_size != vocab_size:
             raise DataError(f"L of sentence {wanted[0]} has {matrices[0].vocab_size} columns but the NMT target "
                             f"vocabulary has {vocab_size} tokens: it was built for another vocabulary")
+        if gains == "bounded":
+            return BoundedLmbrHook(LMatrixBatch(matrices, device), bos_id, [NgramGains.from_lmatrix(m)
+                                                                           for m in matrices])
         return LmbrHook(LMatrixBatch(matrices, device), bos_id)
 
     return factory

@@ -1,10 +1,11 @@
-"""Tuning LMBR decoding on a development set: a small grid over lambda, p, r and alpha (ALGORITHMS.md sections 1-3).
+"""Tuning LMBR decoding on a development set: a small grid over lambda, p, r, alpha and the gain form (ALGORITHMS.md
+sections 1-3).
 
 p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid moves them by fixed offsets (kept in
 (0, 1]) and tries each with every lambda and every path scale alpha. Each point decodes the tuning sentences with
 the L of its alpha's posteriors re-weighted by its theta (within one alpha the posteriors are kept, only theta
 changes: LMatrix.with_theta) and is scored by the caller's BLEU. The best point wins; ties go to the earlier point
-in grid order (lambdas, then p, then r, then alpha, as given).
+in grid order (lambdas, then p, then r, then alpha, then gain forms, as given).
 """
 from __future__ import annotations
 
@@ -23,19 +24,21 @@ class GridPoint:
     p: float
     r: float
     alpha: float = 1.0  # the path scale of the posteriors
+    gains: str = "per_step"  # the gain form (pipeline/decode/lmbr.py)
 
     def theta(self, convention: str, T: float) -> Theta:
         return Theta.from_p_r(self.p, self.r, convention, T)
 
 
 def lmbr_grid(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
-              r_offsets: Sequence[float], alphas: Sequence[float] = (1.0,)) -> list[GridPoint]:
-    """Every (lambda, p0 + dp, r0 + dr, alpha), p and r clipped to [0.01, 1], duplicates dropped."""
+              r_offsets: Sequence[float], alphas: Sequence[float] = (1.0,),
+              gains: Sequence[str] = ("per_step",)) -> list[GridPoint]:
+    """Every (lambda, p0 + dp, r0 + dr, alpha, gain form), p and r clipped to [0.01, 1], duplicates dropped."""
     def clip(x: float) -> float:
         return round(min(1.0, max(0.01, x)), 6)
 
-    points = [GridPoint(float(lam), clip(p0 + dp), clip(r0 + dr), float(alpha))
-              for lam in lambdas for dp in p_offsets for dr in r_offsets for alpha in alphas]
+    points = [GridPoint(float(lam), clip(p0 + dp), clip(r0 + dr), float(alpha), form)
+              for lam in lambdas for dp in p_offsets for dr in r_offsets for alpha in alphas for form in gains]
     return list(dict.fromkeys(points))
 
 
@@ -59,7 +62,8 @@ def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]
     for point in grid:
         value = score(decode(point))
         results.append({**asdict(point), "bleu": value})
-        log(f"lambda {point.nmt_lambda:g}, p {point.p:g}, r {point.r:g}, alpha {point.alpha:g}: BLEU {value:.2f}")
+        log(f"lambda {point.nmt_lambda:g}, p {point.p:g}, r {point.r:g}, alpha {point.alpha:g}, {point.gains} gains: "
+            f"BLEU {value:.2f}")
         if value > best_score:
             best, best_score = point, value
     return best, results

@@ -133,3 +133,17 @@ def test_a_negative_evidence_state_bound_is_refused(tmp_path):
     folder = edit_config(tmp_path, "profiles/small.toml", "max_evidence_states = 100000", "max_evidence_states = -1")
     with pytest.raises(ConfigError, match="'lmbr.max_evidence_states' must not be negative"):
         config.load_profile("small", folder)
+
+
+def test_gain_forms_are_checked_and_the_grid_defaults_to_the_untuned_form(tmp_path):
+    assert config.load_profile("small").lmbr.gain_forms() == ("per_step", "bounded")
+    folder = edit_config(tmp_path / "a", "profiles/small.toml", 'grid_gains = ["per_step", "bounded"]',
+                         "grid_gains = []")
+    assert config.load_profile("small", folder).lmbr.gain_forms() == ("per_step",)
+    folder = edit_config(tmp_path / "b", "profiles/small.toml", 'gains = "per_step"', 'gains = "once"')
+    with pytest.raises(ConfigError, match="'lmbr.gains' must be one of per_step, bounded"):
+        config.load_profile("small", folder)
+    folder = edit_config(tmp_path / "c", "profiles/small.toml", 'grid_gains = ["per_step", "bounded"]',
+                         'grid_gains = ["bounded", "twice"]')
+    with pytest.raises(ConfigError, match="'lmbr.grid_gains' must list gain forms"):
+        config.load_profile("small", folder)

@@ -150,11 +150,14 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     tuning = lnmt.requires()["tuning"]
     record = json.loads((tuning.artifact_dir() / "lmbr.json").read_text())
     grid = record["grid"]
-    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r x 2 alphas
-    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0], [1.0, 0.5])) == 8
+    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r x 2 alphas x 2 gain forms
+    gains = ("per_step", "bounded")
+    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0], [1.0, 0.5],
+                                      gains)) == 16
     assert record["sentences"] == 20 and {point["alpha"] for point in grid} == {0.5, 1.0}
+    assert {point["gains"] for point in grid} == set(gains)
     best = max(grid, key=lambda point: point["bleu"])
-    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r", "alpha")}
+    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r", "alpha", "gains")}
     # each alpha has its own posteriors of the tuning sentences (alpha 1 is the lattices' own: the default artifact)
     tune_l = tuning.requires()["lmatrix"]
     assert tune_l[1.0].alpha == 0.0 and tune_l[0.5].alpha == 0.5
@@ -172,6 +175,8 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     assert isinstance(store, ReweightedStore) and store.theta.p == record["chosen"]["p"]
     assert store.get([0])[0].signature["theta"]["p"] == record["chosen"]["p"]
     assert lnmt.signature()["params"]["nmt_lambda"] == "tuned" and lnmt.nmt_lambda() == record["chosen"]["nmt_lambda"]
+    assert lnmt.signature()["params"]["gains"] == "tuned" and lnmt.gains() == record["chosen"]["gains"]
+    assert lnmt.signature()["stats"]["lmbr"] == {"nmt_lambda": lnmt.nmt_lambda(), "gains": lnmt.gains()}
     # the tuned LMBR pulls the barely trained Transformer towards the PBMT lattices
     pbmt = list(read_lines(DecodePBMT(split="newstest2016", **params).artifact_dir() / "translation.en"))
     agree = [corpus_bleu(list(read_lines(t.artifact_dir() / "translation.en")), pbmt, "en").score

@@ -15,12 +15,13 @@ from tests.tasks.helpers import build, shared_params
 def test_lmatrix_of_a_split_from_the_pbmt_lattices(tmp_path, data_dir):
     params = shared_params(tmp_path, data_dir)
     task = BuildLMatrix(split="newstest2016", **params)
-    assert build(task).status == LuigiStatusCode.SUCCESS
+    tune_pbmt = EvaluateSystem(system="PBMT", split="dev", **params)
+    assert build(task, tune_pbmt).status == LuigiStatusCode.SUCCESS
     stats = task.signature()["stats"]
     assert stats["sentences"] == 30 and stats["rows"] >= 30
     assert stats["max_evidence_states"] == 100_000 and stats["pruned"] == {}  # no news lattice comes near it
 
-    tune_bleu = EvaluateSystem(system="PBMT", split="dev", **params).signature()["stats"]["bleu"]
+    tune_bleu = tune_pbmt.signature()["stats"]["bleu"]  # theta: the PBMT's precisions on the tuning set
     expected = Theta.from_precisions(tune_bleu["precisions"], "scaled", 10.0)  # the tiny profile's convention
     assert stats["theta"]["theta"] == pytest.approx(list(expected.values))
 

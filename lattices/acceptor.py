@@ -1,0 +1,152 @@
+"""A deterministic acceptor over NMT target units: the strings a constrained search may produce.
+
+Lattice-constrained decoding (Stahlberg et al. 2016; the paper's section 4.2) keeps an NMT search inside the
+strings of a sentence's PBMT lattice; terminology constraints keep it inside the strings that contain given
+terms. Both reach the decoder as an :class:`Acceptor`, whatever built it:
+
+- states 0..Q-1, state 0 the start; arcs (src, label, dst), at most one per (src, label), sorted by (src, label);
+- ``final[q]``: the end of sentence (EOS) may follow in state q. EOS is never an arc label: a lattice's
+  ``</s>`` arcs become final states (:meth:`Acceptor.from_lattice`), as its leading ``<s>`` becomes the start;
+- ``to_final[q]``: the fewest tokens from q to a final state (the decoder forbids a token whose path could not end
+  within the length limit).
+
+An acceptor with no state accepts nothing (a lattice with no complete path): the caller decodes such a sentence
+unconstrained.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from lattices.lattice import Lattice
+
+__all__ = ["Acceptor"]
+
+_UNREACHABLE = np.iinfo(np.int64).max // 4
+
+
+@dataclass(frozen=True)
+class Acceptor:
+    """A deterministic acyclic acceptor (see the module docstring)."""
+
+    arc_src: np.ndarray    # [A] int64, sorted with arc_label
+    arc_label: np.ndarray  # [A] int64
+    arc_dst: np.ndarray    # [A] int64
+    final: np.ndarray      # [Q] bool
+    to_final: np.ndarray   # [Q] int64
+
+    @classmethod
+    def build(cls, num_states: int, arcs: Iterable[tuple[int, int, int]], final: Iterable[int]) -> "Acceptor":
+        """From (src, label, dst) arcs and the final states; ValueError if it is not deterministic or has a
+        cycle."""
+        table = np.asarray(sorted(set(arcs)), np.int64).reshape(-1, 3)
+        src, label, dst = table[:, 0], table[:, 1], table[:, 2]
+        if table.size and np.any((src[1:] == src[:-1]) & (label[1:] == label[:-1])):
+            k = int(np.flatnonzero((src[1:] == src[:-1]) & (label[1:] == label[:-1]))[0])
+            raise ValueError(f"not deterministic: state {src[k]} has two arcs labelled {label[k]}")
+        is_final = np.zeros(num_states, bool)
+        is_final[list(final)] = True
+        return cls(src, label, dst, is_final, _fewest_tokens_to_final(num_states, src, dst, is_final))
+
+    @classmethod
+    def from_lattice(cls, lattice: Lattice, bos_id: int, eos_id: int) -> "Acceptor":
+        """A deterministic lattice over units (e.g. the evidence space of lattices/evidence.py) as an acceptor:
+        the state after its leading ``<s>`` is the start, a state with a ``</s>`` arc is final, and the arcs
+        after ``</s>`` go. Weights are dropped. Epsilon (label 0) arcs are refused."""
+        if lattice.num_states == 0:
+            return cls.empty()
+        if np.any(lattice.label == 0):
+            raise ValueError("the lattice has epsilon arcs: remove them (and determinise) first")
+        src, dst, label = lattice.src.tolist(), lattice.dst.tolist(), lattice.label.tolist()
+        starts = [d for s, d, x in zip(src, dst, label) if s == lattice.start and x == bos_id]
+        start = starts[0] if len(starts) == 1 else lattice.start  # without a leading <s>: the lattice's start
+        keep = [(s, x, d) for s, d, x in zip(src, dst, label) if x not in (bos_id, eos_id) or
+                (x == bos_id and s != lattice.start)]
+        finals = {s for s, x in zip(src, label) if x == eos_id} | set(np.flatnonzero(np.isfinite(lattice.final)))
+        # renumber the states reachable from the start, the start first
+        order, seen, out = [start], {start}, {}
+        for s, x, d in keep:
+            out.setdefault(s, []).append((x, d))
+        for q in order:
+            for _, d in out.get(q, ()):
+                if d not in seen:
+                    seen.add(d)
+                    order.append(d)
+        number = {q: i for i, q in enumerate(order)}
+        arcs = [(number[s], x, number[d]) for s, x, d in keep if s in number]
+        acceptor = cls.build(len(order), arcs, [number[q] for q in finals if q in number])
+        return acceptor if acceptor.final.any() else cls.empty()
+
+    @classmethod
+    def from_strings(cls, strings: Sequence[Sequence[int]]) -> "Acceptor":
+        """The prefix tree of some token strings (none: accepts nothing)."""
+        children: list[dict[int, int]] = [{}]
+        finals = set()
+        for string in strings:
+            q = 0
+            for x in string:
+                if x not in children[q]:
+                    children[q][x] = len(children)
+                    children.append({})
+                q = children[q][x]
+            finals.add(q)
+        if not finals:
+            return cls.empty()
+        return cls.build(len(children), [(q, x, d) for q, kids in enumerate(children) for x, d in kids.items()],
+                         finals)
+
+    @classmethod
+    def empty(cls) -> "Acceptor":
+        none = np.zeros(0, np.int64)
+        return cls(none, none, none, np.zeros(0, bool), none)
+
+    @property
+    def num_states(self) -> int:
+        return int(self.final.size)
+
+    def accepts(self, tokens: Sequence[int]) -> bool:
+        q = 0
+        if self.num_states == 0:
+            return False
+        for x in tokens:
+            q = self.next_state(q, x)
+            if q < 0:
+                return False
+        return bool(self.final[q])
+
+    def next_state(self, state: int, token: int) -> int:
+        """The state after `token` in `state`, -1 when there is no such arc."""
+        lo = np.searchsorted(self.arc_src, state, "left")
+        hi = np.searchsorted(self.arc_src, state, "right")
+        k = lo + np.searchsorted(self.arc_label[lo:hi], token)
+        return int(self.arc_dst[k]) if k < hi and self.arc_label[k] == token else -1
+
+    def shortest(self) -> int | None:
+        """Tokens in the shortest accepted string (None: nothing is accepted)."""
+        return int(self.to_final[0]) if self.num_states and self.to_final[0] < _UNREACHABLE else None
+
+
+def _fewest_tokens_to_final(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:
+    """Backward relaxation in reverse topological order; ValueError on a cycle."""
+    out: list[list[int]] = [[] for _ in range(n)]
+    indegree = np.zeros(n, np.int64)
+    for s, d in zip(src.tolist(), dst.tolist()):
+        out[s].append(d)
+        indegree[d] += 1
+    order, ready = [], [q for q in range(n) if indegree[q] == 0]
+    while ready:
+        q = ready.pop()
+        order.append(q)
+        for d in out[q]:
+            indegree[d] -= 1
+            if indegree[d] == 0:
+                ready.append(d)
+    if len(order) != n:
+        raise ValueError("the acceptor has a cycle")
+    dist = np.where(final, 0, _UNREACHABLE).astype(np.int64)
+    for q in reversed(order):
+        for d in out[q]:
+            dist[q] = min(dist[q], dist[d] + 1)
+    return dist
