@@ -11,18 +11,20 @@ terms. Both reach the decoder as an :class:`Acceptor`, whatever built it:
   within the length limit).
 
 An acceptor with no state accepts nothing (a lattice with no complete path): the caller decodes such a sentence
-unconstrained.
+unconstrained. The acceptors of a split's PBMT lattices (:func:`build_acceptor_shard`) accept the strings of the
+same evidence space as L (full lattice within the state bound, or its n best), stored per shard as npz.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from lattices.lattice import Lattice
 
-__all__ = ["Acceptor"]
+__all__ = ["Acceptor", "acceptor_of_lattice", "build_acceptor_shard", "load_acceptors", "save_acceptors"]
 
 _UNREACHABLE = np.iinfo(np.int64).max // 4
 
@@ -150,3 +152,70 @@ def _fewest_tokens_to_final(n: int, src: np.ndarray, dst: np.ndarray, final: np.
         for d in out[q]:
             dist[q] = min(dist[q], dist[d] + 1)
     return dist
+
+
+# ------------------------------------------------------------------------------------ acceptors of a split
+def acceptor_of_lattice(lattice: Lattice, bos_id: int, eos_id: int, nbest: int = 0, engine: str = "openfst",
+                        max_states: int = 0) -> Acceptor:
+    """The acceptor of a lattice over units: the strings of its evidence space (lattices/evidence.py: the whole
+    lattice determinised, within the state bound, or its n best strings). The strings do not depend on the
+    semiring, so the tropical determinisation serves every LMBR setting."""
+    from lattices.evidence import bounded_evidence_space
+
+    if lattice.num_states == 0:
+        return Acceptor.empty()
+    space = bounded_evidence_space(lattice, "tropical", 1.0, nbest, engine, max_states).lattice
+    return Acceptor.from_lattice(space, bos_id, eos_id)
+
+
+def save_acceptors(path: Path, acceptors: dict[int, Acceptor]) -> None:
+    """Several sentences' acceptors in one npz file (written atomically)."""
+    from pipeline.io import atomic_path
+
+    sentences = sorted(acceptors)
+    parts = [acceptors[s] for s in sentences]
+
+    def offsets(sizes) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(list(sizes), dtype=np.int64)]).astype(np.int64)
+
+    arrays = {"sentences": np.asarray(sentences, np.int64),
+              "state_offsets": offsets(a.num_states for a in parts),
+              "arc_offsets": offsets(a.arc_src.size for a in parts),
+              "arcs": np.concatenate([np.stack([a.arc_src, a.arc_label, a.arc_dst], 1) for a in parts])
+              if parts else np.zeros((0, 3), np.int64),
+              "final": np.concatenate([a.final for a in parts]) if parts else np.zeros(0, bool),
+              "to_final": np.concatenate([a.to_final for a in parts]) if parts else np.zeros(0, np.int64)}
+    with atomic_path(Path(path)) as tmp:
+        with tmp.open("wb") as f:
+            np.savez(f, **arrays)
+
+
+def load_acceptors(paths: Iterable[Path]) -> dict[int, Acceptor]:
+    """{sentence: acceptor} of the npz files of :func:`save_acceptors`."""
+    result = {}
+    for path in paths:
+        with np.load(Path(path), allow_pickle=False) as z:
+            a = {k: z[k] for k in z.files}
+        so, ao = a["state_offsets"], a["arc_offsets"]
+        for k, sentence in enumerate(a["sentences"].tolist()):
+            arcs = a["arcs"][ao[k]:ao[k + 1]]
+            result[sentence] = Acceptor(arcs[:, 0].copy(), arcs[:, 1].copy(), arcs[:, 2].copy(),
+                                        a["final"][so[k]:so[k + 1]].copy(), a["to_final"][so[k]:so[k + 1]].copy())
+    return result
+
+
+def build_acceptor_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab: Path, nbest: int, out_path: Path,
+                         engine: str = "openfst", max_states: int = 0) -> dict:
+    """The acceptors of the given lattice files (``<i>.fst``, mapped to target units as for L) into ``out_path``;
+    statistics: sentences, states, arcs, and the sentences whose lattice accepts nothing."""
+    from lattices.fst_io import read_lattice, sentence_index
+    from lattices.units import TokenMapper, map_lattice
+
+    mapper = TokenMapper.from_files(codes, vocab)
+    bos, eos = mapper.vocab.bos_id, mapper.vocab.eos_id
+    acceptors = {sentence_index(Path(p)): acceptor_of_lattice(map_lattice(read_lattice(Path(p)), mapper), bos, eos,
+                                                              nbest, engine, max_states) for p in lattice_paths}
+    save_acceptors(out_path, acceptors)
+    return {"sentences": len(acceptors), "states": int(sum(a.num_states for a in acceptors.values())),
+            "arcs": int(sum(a.arc_src.size for a in acceptors.values())),
+            "empty": sorted(s for s, a in acceptors.items() if a.shortest() is None)}

@@ -1,17 +1,25 @@
 """NMT decoding stages: FNMT (the GRU ensemble) and TNMT (the averaged Transformer) translate a split with the
 batched beam decoder (pipeline/decode), with the settings of the profile's [decode] section; LNMT and LTNMT are the
 same models with the L matrices of the split's PBMT lattices added at every step (LMBR, pipeline/decode/lmbr.py),
-the NMT log-probabilities scaled by the profile's [lmbr] nmt_lambda."""
+the NMT log-probabilities scaled by the profile's [lmbr] nmt_lambda (or the tuned one). The -lat systems keep the
+search inside the strings of each sentence's PBMT lattice (lattice rescoring, Stahlberg et al. 2016: the acceptor
+hook of pipeline/decode/constraints.py over the evidence space of L), without L (FNMT-lat, TNMT-lat) or with it
+(LNMT-lat, LTNMT-lat, under LNMT's and LTNMT's tuned settings)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
+from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
+from pipeline.decode.constraints import acceptor_hook_factory
+from pipeline.decode.hooks import HookFactory, chain_factories
+from pipeline.decode.scores import max_output_lengths
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.io import read_json, read_lines, write_lines
 from pipeline.nmt.speedups import CpuSpeedups
@@ -22,6 +30,8 @@ from tasks.base import PipelineTask, shard_bounds
 from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
 from tasks.nmt import NMTSystem
 from tasks.variants import VariantTask
+
+_LOG = logging.getLogger(__name__)
 
 
 class DecodeNMT(VariantTask):
@@ -37,6 +47,7 @@ class DecodeNMT(VariantTask):
     system: ClassVar[str] = ""      # the row of the table
     models: ClassVar[str] = ""      # the NMTSystem whose models decode (FNMT or TNMT)
     lmbr: ClassVar[bool] = False    # add the split's L matrices (BuildLMatrix) at every step
+    constrained: ClassVar[bool] = False  # keep the search in the strings of the PBMT lattices (BuildAcceptors)
 
     def label(self) -> str:
         return f"{self.system}-{super().label()}"
@@ -44,6 +55,10 @@ class DecodeNMT(VariantTask):
     def requires(self) -> dict[str, PipelineTask]:
         required = {"system": self.clone(NMTSystem, system=self.models), "subwords": self.clone(ApplyBPE),
                     "truecaser": self.clone(TrainTruecaser)}
+        if self.constrained:
+            from tasks.lattices import BuildAcceptors
+
+            required["acceptors"] = self.clone(BuildAcceptors)
         if self.lmbr:
             from tasks.lattices import BuildLMatrix
 
@@ -105,15 +120,31 @@ class DecodeNMT(VariantTask):
         chosen = self.chosen()
         return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
 
-    def hook_factory(self, models: LoadedModels, lines: range | None = None):
-        """LMBR: line i of the split uses the L of sentence i (the PBMT lattice of line i); a shard's line j is the
-        split's line lines[j]."""
-        if not self.lmbr:
-            return None
-        from pipeline.decode.lmbr import lmbr_hook_factory
+    def hook_factory(self, models: LoadedModels, lines: range, subwords: list[str], settings: SearchSettings,
+                     unconstrained: list[int]) -> HookFactory | None:
+        """Line i of the split uses the L (LMBR) and the acceptor (-lat systems) of sentence i, the PBMT lattice of
+        line i; a shard's line j is the split's line lines[j], its BPE source subwords[j]. Lines decoded
+        unconstrained (no usable acceptor) are appended to `unconstrained` and logged."""
+        lmbr = None
+        if self.lmbr:
+            from pipeline.decode.lmbr import lmbr_hook_factory
 
-        return lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, sentence_ids=lines,
-                                 vocab_size=len(models.tgt_vocab), gains=self.gains())
+            lmbr = lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, sentence_ids=lines,
+                                     vocab_size=len(models.tgt_vocab), gains=self.gains())
+        constrain = None
+        if self.constrained:
+            acceptors = self.requires()["acceptors"].acceptors()
+            lengths = torch.tensor([len(line.split()) + 1 for line in subwords])
+            limits = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b,
+                                        position_limit(models.ensemble)).tolist()
+
+            def warn(index: int, reason: str) -> None:
+                unconstrained.append(lines[index] + 1)
+                _LOG.warning("%s %s, line %d: %s", self.system, self.split, lines[index] + 1, reason)
+
+            constrain = acceptor_hook_factory([acceptors.get(line) for line in lines], limits, models.tgt_vocab.eos_id,
+                                              warn)
+        return chain_factories([lmbr, constrain])
 
     def gains(self) -> str:
         """The gain form: the tuned one (lmbr.json of before bounded gains: the paper's per step), else the
@@ -146,15 +177,18 @@ class DecodeNMT(VariantTask):
         settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=self.nmt_lambda() if self.lmbr else 1.0)
+        unconstrained: list[int] = []
+        hooks = self.hook_factory(models, range(first, last), lines[first:last], settings, unconstrained)
         result = translate_lines(lines[first:last], models, settings, processor, source=None,
-                                 batch_sentences=decode.batch_sentences, sort=decode.sort,
-                                 hook_factory=self.hook_factory(models, range(first, last)),
+                                 batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=hooks,
                                  streaming=decode.streaming, refill=decode.refill)
         write_lines(out / f"translation.{target}", result.text)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
         if self.lmbr:
             stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
+        if self.constrained:
+            stats["unconstrained_lines"] = sorted(unconstrained)
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
                             "nmt_decode": stats["timings"]["nmt_decode"],
                             "postprocess": stats["timings"]["postprocess"]}
@@ -169,6 +203,8 @@ class DecodeNMT(VariantTask):
         merged = dict(stats[0])
         for key in ("sentences", "decoded_sentences", "source_words", "target_words", "backoff_sentences"):
             merged[key] = sum(s[key] for s in stats)
+        if "unconstrained_lines" in merged:
+            merged["unconstrained_lines"] = sorted(line for s in stats for line in s["unconstrained_lines"])
         merged["seconds"] = round(sum(s["seconds"] for s in stats), 3)
         merged["words_per_minute"] = round(60 * merged["source_words"] / max(merged["seconds"], 1e-9), 1)
         merged["timings"] = {**stats[0]["timings"],
@@ -209,3 +245,27 @@ class DecodeLTNMT(DecodeNMT):
     """LTNMT: the TNMT model with LMBR."""
 
     system, models, lmbr = "LTNMT", "TNMT", True
+
+
+class DecodeFNMTLattice(DecodeNMT):
+    """FNMT-lat: the FNMT ensemble rescoring the PBMT lattice (the search kept in its strings)."""
+
+    system, models, constrained = "FNMT-lat", "FNMT", True
+
+
+class DecodeLNMTLattice(DecodeNMT):
+    """LNMT-lat: LNMT kept in the strings of the PBMT lattice."""
+
+    system, models, lmbr, constrained = "LNMT-lat", "FNMT", True, True
+
+
+class DecodeTNMTLattice(DecodeNMT):
+    """TNMT-lat: the TNMT model rescoring the PBMT lattice."""
+
+    system, models, constrained = "TNMT-lat", "TNMT", True
+
+
+class DecodeLTNMTLattice(DecodeNMT):
+    """LTNMT-lat: LTNMT kept in the strings of the PBMT lattice."""
+
+    system, models, lmbr, constrained = "LTNMT-lat", "TNMT", True, True

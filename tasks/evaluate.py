@@ -1,4 +1,4 @@
-"""Evaluation stages: cased BLEU with sacrebleu on detokenized text."""
+"""Evaluation stages: cased BLEU and chrF2 with sacrebleu on detokenized text, and paired bootstrap resampling."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +7,12 @@ from typing import Any
 import luigi
 
 from pipeline.evaluation import corpus_bleu
-from pipeline.io import read_lines, write_lines
+from pipeline.evaluation.significance import chrf2, paired_bootstrap
+from pipeline.io import read_lines, write_json, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, SplitTask, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
-from tasks.systems import translation_task
+from tasks.systems import comparisons, translation_task
 from tasks.variants import VariantTask
 
 
@@ -77,5 +78,40 @@ class EvaluateSystem(VariantTask):
         references = list(read_lines(self.requires()["raw"].artifact_dir() / f"raw.{target}.gz"))
         bleu = corpus_bleu(hypotheses, references, target)
         stats = translation.signature()["stats"]
-        return {"bleu": bleu.to_dict(), "lines": len(references), "timings": stats.get("timings", {}),
-                "source_words": stats.get("source_words")}
+        return {"bleu": bleu.to_dict(), "chrf2": round(chrf2(hypotheses, references), 4), "lines": len(references),
+                "timings": stats.get("timings", {}), "source_words": stats.get("source_words")}
+
+
+class CompareSystems(SplitTask):
+    """Paired bootstrap resampling of each hybrid against PBMT and against its own NMT system (BLEU and chrF2):
+    significance.json, one record per (system, baseline, metric)."""
+
+    stage = "significance"
+    systems = luigi.ListParameter(description="the systems of Table 1 that were built")
+
+    def label(self) -> str:
+        return self.split
+
+    def pairs(self) -> dict[str, list[str]]:
+        return comparisons(list(self.systems))
+
+    def requires(self) -> dict[str, PipelineTask]:
+        names = sorted({s for baseline, others in self.pairs().items() for s in [baseline, *others]})
+        return {"raw": self.clone(TokenizeSplit),
+                **{name: self.clone(translation_task(name)) for name in names}}
+
+    def params(self) -> dict[str, Any]:
+        return {"split": self.split, "pairs": self.pairs()}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        target, inputs = self.config.target, self.requires()
+        references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))
+
+        def translation(name: str) -> list[str]:
+            return list(read_lines(inputs[name].artifact_dir() / f"translation.{target}"))
+
+        records = [record for baseline, others in self.pairs().items()
+                   for record in paired_bootstrap((baseline, translation(baseline)),
+                                                  [(name, translation(name)) for name in others], references, target)]
+        write_json(out / "significance.json", records)
+        return {"comparisons": len(records), "lines": len(references)}

@@ -1,4 +1,5 @@
-"""LMBR stages: n-gram posteriors and the L matrix of every sentence of a split, from the PBMT lattices."""
+"""LMBR stages: n-gram posteriors and the L matrix of every sentence of a split, and the acceptors of the same
+evidence spaces (constrained decoding, lattice MBR), from the PBMT lattices."""
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
@@ -7,6 +8,7 @@ from typing import Any
 
 import luigi
 
+from lattices.acceptor import build_acceptor_shard, load_acceptors
 from lattices.evidence import DEFAULT_MAX_STATES
 from lattices.lmatrix import build_lmatrix_shard
 from lattices.theta import Theta
@@ -67,9 +69,7 @@ class BuildLMatrix(VariantTask):
         return self.alpha or None
 
     def nbest(self) -> int:
-        """The evidence space: the variant's, else the profile's (0: the full lattice)."""
-        variant = self.variant_config()
-        return variant.lmbr_nbest if variant else self.profile_config.lmbr.nbest
+        return evidence_nbest(self)
 
     def theta(self) -> Theta:
         """From the PBMT's cased BLEU precisions on the tuning set."""
@@ -116,3 +116,49 @@ def lmatrix_for(task: PipelineTask, alpha: float, **overrides: Any) -> BuildLMat
     alpha) is the default artifact, shared with every task that does not tune alpha."""
     own = task.profile_config.pbmt.alpha
     return task.clone(BuildLMatrix, alpha=0.0 if alpha == own else float(alpha), **overrides)
+
+
+def evidence_nbest(task: VariantTask) -> int:
+    """The evidence space of a split stage: the variant's, else the profile's (0: the full lattice)."""
+    variant = task.variant_config()
+    return variant.lmbr_nbest if variant else task.profile_config.lmbr.nbest
+
+
+class BuildAcceptors(VariantTask):
+    """The acceptor of every sentence's evidence space in NMT target units (lattices/acceptor.py): the strings L is
+    built from (the full lattice within [lmbr] max_evidence_states, or the variant's n best), for constrained
+    decoding and lattice MBR; acceptors-<k>.npz shards, sharded over `processes` workers."""
+
+    stage = "acceptors"
+    parallel, memory_mb = True, 2000
+    sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
+
+    def requires(self) -> dict[str, PipelineTask]:
+        return {"lattices": self.clone(DecodePBMT), "codes": self.clone(LearnBPE), "vocab": self.clone(BuildVocab)}
+
+    def params(self) -> dict[str, Any]:
+        lmbr = self.profile_config.lmbr
+        first = {"sentences": self.sentences} if self.sentences else {}
+        return {"split": self.split, "nbest": evidence_nbest(self), "engine": lmbr.engine,
+                "max_evidence_states": lmbr.max_evidence_states, **first}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        target, inputs, lmbr = self.config.target, self.requires(), self.profile_config.lmbr
+        paths = sorted((inputs["lattices"].artifact_dir() / "lattices").glob("*.fst"), key=lambda p: int(p.stem))
+        paths = paths[:self.sentences] if self.sentences else paths
+        workers = max(1, min(self.processes, len(paths)))
+        jobs = [(paths[k::workers], inputs["codes"].artifact_dir() / f"codes.{target}",
+                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", evidence_nbest(self),
+                 out / f"acceptors-{k}.npz", lmbr.engine, lmbr.max_evidence_states) for k in range(workers)]
+        if len(jobs) > 1:
+            with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+                results = list(pool.map(build_acceptor_shard, *zip(*jobs)))
+        else:
+            results = [build_acceptor_shard(*job) for job in jobs]
+        return {"sentences": sum(r["sentences"] for r in results), "states": sum(r["states"] for r in results),
+                "arcs": sum(r["arcs"] for r in results),
+                "empty": sorted(s for r in results for s in r["empty"])}
+
+    def acceptors(self) -> dict:
+        """{sentence: Acceptor} of the built artifact."""
+        return load_acceptors(sorted(self.artifact_dir().glob("acceptors-*.npz")))

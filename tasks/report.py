@@ -6,13 +6,15 @@ from typing import Any
 
 import luigi
 
+from pipeline.io import read_json
 from pipeline.report.tables import Record
 from pipeline.config import TaskConfig
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit
-from tasks.evaluate import EvaluateSystem, RoundTripBLEU
+from tasks.evaluate import CompareSystems, EvaluateSystem, RoundTripBLEU
 from tasks.lm import TrainLM
 from tasks.speed import MeasureDecodingSpeed
+from tasks.systems import VARIANT_SYSTEMS, comparisons
 
 EVAL_SET_ALIASES = ("devtest", "test", "tune")
 
@@ -51,7 +53,16 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             **{f"variant:{v}:{s}": self.clone(EvaluateSystem, system=s, split=split, variant=v)
                for v in self.variants for s in self.variant_systems()},
             **{f"speed:{m}": self.clone(MeasureDecodingSpeed, models=m, split=split) for m in self.speed_models()},
+            **({"significance": self.clone(CompareSystems, split=split, systems=tuple(self.systems))}
+               if comparisons(list(self.systems)) else {}),
         }
+
+    def significance(self) -> list[dict[str, Any]]:
+        """Paired bootstrap records of the hybrids against PBMT and their NMT systems (task added)."""
+        task = self.requires().get("significance")
+        if task is None:
+            return []
+        return [{"task": self.task_name, **r} for r in read_json(task.artifact_dir() / "significance.json")]
 
     def speed_models(self) -> list[str]:
         """Figures 2-3 go with Table 2: the NMT model families among the chosen systems of a Table 2 task."""
@@ -70,8 +81,8 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
         return files
 
     def variant_systems(self) -> list[str]:
-        """The systems of Table 2: the NMT ones among those chosen."""
-        return [s for s in self.systems if s != "PBMT"]
+        """The systems of Table 2: the paper's NMT systems among those chosen."""
+        return [s for s in self.systems if s in VARIANT_SYSTEMS]
 
     def output(self) -> list:
         return []
@@ -115,6 +126,7 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             bleu = signature["stats"]["bleu"]
             records.append(Record(task=self.task_name, system=system, eval_set=self.eval_split(),
                                   bleu=bleu["score"], precisions=bleu["precisions"],
+                                  chrf2=signature["stats"].get("chrf2"),
                                   signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
                                   timings=signature["stats"].get("timings", {"seconds": signature["seconds"]}),
                                   source_words=signature["stats"].get("source_words"), variant=variant))

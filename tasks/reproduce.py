@@ -21,7 +21,7 @@ from pipeline.errors import PipelineError
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
-from tasks.systems import PAPER_SYSTEMS
+from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES
 log = logging.getLogger("reproduce-table")
 
 
@@ -31,7 +31,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", help="scale profile (tiny, small, paper); default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",
-                   help=f"comma-separated systems of {', '.join(PAPER_SYSTEMS)}, 'all', "
+                   help=f"comma-separated systems of {', '.join(ALL_SYSTEMS)}, 'all', "
                         "or 'none' (data and LM only)")
     p.add_argument("--table2-tasks", default="eng-ger",
                    help="tasks whose NMT systems are also decoded as the profile's [variants] (Table 2: research vs "
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                                                                               str(configs.CONFIG_DIR)))
     known = tuple(configs.available("tasks", config_dir))
     tasks = _choose(args.tasks, known, known, "task(s)")
-    systems = _choose(args.systems, PAPER_SYSTEMS, PAPER_SYSTEMS, "system(s)")
+    systems = _choose(args.systems, ALL_SYSTEMS, ALL_SYSTEMS, "system(s)")
     for task in tasks:
         resolve_eval_split(configs.load_task(task, config_dir), args.eval_set)
     shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir),
@@ -151,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
     data_rows = [report.data_row() for report in reports]
     out = Path(args.out or f"results/{profile}")
     paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set,
-                         [figure for report in reports for figure in report.speed_figures()])
+                         [figure for report in reports for figure in report.speed_figures()],
+                         [record for report in reports for record in report.significance()],
+                         {s: SYSTEM_NOTES[s] for s in systems})
     work_dir = Path(args.work_dir or luigi.configuration.get_config().get("lmbr", "work_dir"))
     paths += write_stage_times(out, work_dir / profile, tasks, f"Build time of every stage per task, profile {profile}")
     print((out / "table1.md").read_text(encoding="utf-8"))

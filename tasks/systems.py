@@ -7,15 +7,40 @@ line of the split) and whose signature stats may hold `timings` (seconds per pha
 from __future__ import annotations
 
 from tasks.data import SplitTask
-from tasks.decode import DecodeFNMT, DecodeLNMT, DecodeLTNMT, DecodeTNMT
+from tasks.decode import (DecodeFNMT, DecodeFNMTLattice, DecodeLNMT, DecodeLNMTLattice, DecodeLTNMT,
+                          DecodeLTNMTLattice, DecodeTNMT, DecodeTNMTLattice)
+from tasks.mbr import DecodeLatticeMBR
 from tasks.smt import DecodePBMT
 
 PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
+#: Lattice rescoring (the paper's section 4.2, after Stahlberg et al. 2016) and lattice MBR (Tromble et al. 2008).
+LATTICE_SYSTEMS = ("FNMT-lat", "LNMT-lat", "TNMT-lat", "LTNMT-lat", "MBR")
+ALL_SYSTEMS = PAPER_SYSTEMS + LATTICE_SYSTEMS
+#: The systems Table 2 decodes as research and accelerated variants.
+VARIANT_SYSTEMS = ("FNMT", "LNMT", "TNMT", "LTNMT")
+#: What each row of Table 1 is (the report's legend).
+SYSTEM_NOTES = {
+    "PBMT": "phrase-based decoder with a KenLM 5-gram, MERT-tuned; writes the lattices",
+    "FNMT": "ensemble of GRU attention models", "TNMT": "averaged Transformer",
+    "LNMT": "FNMT with LMBR: the L of the PBMT lattice added at every step (Iglesias et al. 2018)",
+    "LTNMT": "TNMT with LMBR",
+    "FNMT-lat": "FNMT rescoring the PBMT lattice: the search kept in its strings (Stahlberg et al. 2016)",
+    "LNMT-lat": "LNMT kept in the strings of the PBMT lattice", "TNMT-lat": "TNMT rescoring the PBMT lattice",
+    "LTNMT-lat": "LTNMT kept in the strings of the PBMT lattice",
+    "MBR": "lattice MBR: the PBMT lattice's string of highest expected linear gain under L, no NMT (Tromble et al. "
+           "2008)",
+}
+#: The baselines each system is compared with by paired bootstrap resampling.
+BASELINES = {"LNMT": ("PBMT", "FNMT"), "LTNMT": ("PBMT", "TNMT"), "FNMT-lat": ("PBMT", "FNMT"),
+             "LNMT-lat": ("PBMT", "FNMT"), "TNMT-lat": ("PBMT", "TNMT"), "LTNMT-lat": ("PBMT", "TNMT"),
+             "MBR": ("PBMT",)}
 
 
 def translation_tasks() -> dict[str, type[SplitTask]]:
     """The systems built in this version, by name."""
-    return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "LNMT": DecodeLNMT, "TNMT": DecodeTNMT, "LTNMT": DecodeLTNMT}
+    return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "LNMT": DecodeLNMT, "TNMT": DecodeTNMT, "LTNMT": DecodeLTNMT,
+            "FNMT-lat": DecodeFNMTLattice, "LNMT-lat": DecodeLNMTLattice, "TNMT-lat": DecodeTNMTLattice,
+            "LTNMT-lat": DecodeLTNMTLattice, "MBR": DecodeLatticeMBR}
 
 
 def translation_task(system: str) -> type[SplitTask]:
@@ -23,3 +48,14 @@ def translation_task(system: str) -> type[SplitTask]:
     if system not in tasks:
         raise KeyError(f"system {system} is not built in this version (built: {', '.join(tasks) or 'none yet'})")
     return tasks[system]
+
+
+def comparisons(systems: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
+    """{baseline: the systems compared with it}: every chosen hybrid against PBMT and against its NMT system."""
+    pairs: dict[str, list[str]] = {}
+    for system in ALL_SYSTEMS:
+        if system in systems:
+            for baseline in BASELINES.get(system, ()):
+                if baseline in systems:
+                    pairs.setdefault(baseline, []).append(system)
+    return pairs

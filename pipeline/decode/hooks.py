@@ -46,7 +46,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "no_hook"]
+__all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "chain_factories", "no_hook"]
 
 
 class ScoreHook:
@@ -103,6 +103,14 @@ class ChainHook(ScoreHook):
     def merge(self, other: ScoreHook) -> None:
         for hook, theirs in zip(self.hooks, other.hooks):
             hook.merge(theirs)
+
+
+def chain_factories(factories: Sequence[HookFactory | None]) -> HookFactory | None:
+    """One factory whose hooks chain the hooks of `factories` (Nones left out; None when none is left)."""
+    chosen = [f for f in factories if f is not None]
+    if len(chosen) <= 1:
+        return chosen[0] if chosen else None
+    return lambda sentences, device: ChainHook([f(sentences, device) for f in chosen])
 
 
 class SentenceMaskHook(ScoreHook):

@@ -6,8 +6,9 @@ CI runs it after `make reproduce`, so a run that fails to write the tables fails
     .venv/bin/python -m pipeline.report.check OUT --tasks ger-eng --table2-tasks none
 
 The promised files are the README's: table1, data_summary and (with Table 2 tasks) table2 as md/csv/tex,
-figure1.{md,csv,png}, stage_times.{md,csv,png}, results.json, and figure2/figure3_<task>_<FNMT|TNMT>.{png,json} for
-each Table 2 task. Exit status 1 lists every problem.
+table1_chrf.{md,csv}, significance.{md,csv} (with PBMT and a hybrid), figure1.{md,csv,png}, stage_times.{md,csv,png},
+results.json, and figure2/figure3_<task>_<FNMT|TNMT>.{png,json} for each Table 2 task. Exit status 1 lists every
+problem.
 """
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def promised_files(systems: Sequence[str], table2_tasks: Sequence[str]) -> list[
     """The file names a complete run writes for these systems and Table 2 tasks."""
     names = [f"{stem}.{ext}" for stem in ("table1", "data_summary") for ext in ("md", "csv", "tex")]
     names += ["results.json", "stage_times.md", "stage_times.csv", "stage_times.png"]
+    if systems:
+        names += ["table1_chrf.md", "table1_chrf.csv"]
+    if "PBMT" in systems and ({"LNMT", "LTNMT"} & set(systems)):
+        names += ["significance.md", "significance.csv"]
     neural = [s for s in systems if s != "PBMT"]
     if neural:
         names += ["figure1.md", "figure1.csv", "figure1.png"]
@@ -48,7 +53,7 @@ def _table1_problems(path: Path, tasks: Sequence[str], systems: Sequence[str]) -
         return [f"{path}: the columns are {rows[0][1:] if rows else 'missing'}, not the tasks {list(tasks)}"]
     cells = {row[0]: dict(zip(tasks, row[1:])) for row in rows[1:]}
     problems = []
-    for system in systems:
+    for system in list(systems) + [s for s in cells if s not in systems]:  # the required rows, and every other
         for task in tasks:
             value = cells.get(system, {}).get(task, "")
             try:
@@ -72,8 +77,8 @@ def _file_problem(path: Path) -> str | None:
 
 
 def check_report(out: Path, tasks: Sequence[str], systems: Sequence[str], table2_tasks: Sequence[str]) -> list[str]:
-    """Every problem of the folder `out` (empty when Table 1 has all len(systems) x len(tasks) scores and every
-    promised file is there and readable)."""
+    """Every problem of the folder `out` (empty when Table 1 has a row of scores for each of `systems`, every other
+    row it has is full too, and every promised file is there and readable)."""
     problems = [p for name in promised_files(systems, table2_tasks) if (p := _file_problem(out / name))]
     if (out / "table1.csv").is_file():
         problems += _table1_problems(out / "table1.csv", tasks, systems)
@@ -90,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipeline.report.check", description=__doc__.split("\n")[0])
     p.add_argument("out", type=Path, help="the reproduce-table output folder")
     p.add_argument("--tasks", default="all", help="comma-separated tasks, or all (every config in --config-dir)")
-    p.add_argument("--systems", default="all", help=f"comma-separated systems, or all ({','.join(DEFAULT_SYSTEMS)})")
+    p.add_argument("--systems", default="all",
+                   help=f"comma-separated systems Table 1 must have, or all (the paper's: {','.join(DEFAULT_SYSTEMS)})")
     p.add_argument("--table2-tasks", default="eng-ger", help="the run's Table 2 tasks, all or none")
     p.add_argument("--config-dir", type=Path, default=configs.CONFIG_DIR)
     args = p.parse_args(argv)
@@ -99,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"check: {problem}", file=sys.stderr)
     if not problems:
-        print(f"check: {args.out} is complete: Table 1 has {len(tasks) * len(_names(args.systems, DEFAULT_SYSTEMS))} "
-              "scores and every promised file is there")
+        rows = len((args.out / "table1.csv").read_text(encoding="utf-8").splitlines()) - 1
+        print(f"check: {args.out} is complete: Table 1 has {rows} systems x {len(tasks)} tasks, every score there, "
+              "and every promised file is there")
     return 1 if problems else 0
 
 

@@ -25,11 +25,13 @@ class Record:
     timings: dict[str, float] = field(default_factory=dict)
     source_words: int | None = None
     variant: str = ""  # a Table 2 variant (research, accelerated); "" for Table 1
+    chrf2: float | None = None  # corpus chrF2 (sacrebleu), beside BLEU
 
 
-def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str]) -> tuple[list[str], list[list]]:
-    """Rows = systems, columns = tasks (the paper's layout); a missing score is None."""
-    scores = {(r.system, r.task): r.bleu for r in records if not r.variant}
+def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str], metric: str = "bleu"
+           ) -> tuple[list[str], list[list]]:
+    """Rows = systems, columns = tasks (the paper's layout); a missing score is None. metric: bleu or chrf2."""
+    scores = {(r.system, r.task): getattr(r, metric) for r in records if not r.variant}
     header = ["system", *tasks]
     return header, [[system, *(scores.get((system, task)) for task in tasks)] for system in systems]
 
@@ -55,10 +57,22 @@ def data_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list]]:
     return [title for _, title in DATA_COLUMNS], [[row.get(key) for key, _ in DATA_COLUMNS] for row in rows]
 
 
+SIGNIFICANCE_COLUMNS = ("task", "system", "baseline", "metric", "score", "baseline_score", "mean", "ci", "p_value")
+
+
+def significance_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], list[list]]:
+    """One row per (task, system, baseline, metric) of paired bootstrap resampling."""
+    header = ["task", "system", "baseline", "metric", "system score", "baseline score", "resampled mean",
+              "95% interval (+-)", "p-value"]
+    return header, [[r[key] for key in SIGNIFICANCE_COLUMNS] for r in records]
+
+
 def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str],
                  data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str,
-                 figures: Sequence[tuple[str, Path]] = ()) -> list[Path]:
-    """Write table1.{md,csv,tex}, data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
+                 figures: Sequence[tuple[str, Path]] = (),
+                 significance: Sequence[dict[str, Any]] = (), notes: dict[str, str] | None = None) -> list[Path]:
+    """Write table1.{md,csv,tex}, table1_chrf.{md,csv} (chrF2), significance.{md,csv} (paired bootstrap of the hybrids
+    against PBMT and their NMT systems), data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
     into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there with decoding_divergence.{md,csv}
     (the sentences whose outputs differ between the figures' decoding modes); return the paths."""
     out.mkdir(parents=True, exist_ok=True)
@@ -81,6 +95,8 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
     data_caption = f"Data and language models, profile {profile}"
     if systems:
         table_md = render.markdown(header, rows, f"Table 1: {caption}")
+        if notes:
+            table_md += "\n" + "\n".join(f"- **{name}**: {text}" for name, text in notes.items()) + "\n"
     else:
         table_md = (f"## Table 1: {caption}\n\nNo translation system was selected or built yet; "
                     "the data and LM summary follows.\n")
@@ -95,6 +111,21 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
     for name, text in files.items():
         write_text(out / name, text)
         paths.append(out / name)
+    if systems:
+        header, rows = table1(records, tasks, systems, "chrf2")
+        title = f"Table 1 in chrF2 (sacrebleu) on the {eval_set} sets, profile {profile}"
+        for name, text in (("table1_chrf.md", render.markdown(header, rows, title)),
+                           ("table1_chrf.csv", render.csv_text(header, rows))):
+            write_text(out / name, text)
+            paths.append(out / name)
+    if significance:
+        header, rows = significance_table(significance)
+        title = (f"Paired bootstrap resampling (1000 resamples) of each hybrid against PBMT and its NMT system on "
+                 f"the {eval_set} sets, profile {profile}")
+        for name, text in (("significance.md", render.markdown(header, rows, title)),
+                           ("significance.csv", render.csv_text(header, rows))):
+            write_text(out / name, text)
+            paths.append(out / name)
     variants = [r for r in records if r.variant]
     if variants:
         header, rows = table2(variants)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from lattices.acceptor import Acceptor
+from lattices.acceptor import Acceptor, acceptor_of_lattice, load_acceptors, save_acceptors
 from lattices.lattice import Lattice, from_paths
 
 BOS, EOS = 1, 2
@@ -49,3 +49,30 @@ def test_nothing_to_accept_and_bad_acceptors():
     epsilon = Lattice.from_arcs(2, 0, [(0, 1, 0, 0.0)], {1: 0.0})
     with pytest.raises(ValueError, match="epsilon"):
         Acceptor.from_lattice(epsilon, BOS, EOS)
+
+
+@pytest.mark.parametrize("nbest, engine", [(0, "openfst"), (0, "exact"), (2, "openfst")])
+def test_the_acceptor_of_a_lattice_accepts_the_strings_of_its_evidence_space(nbest, engine):
+    # two derivations of (5, 6): determinisation keeps one string; costs make (7,) the worst
+    arcs = [(0, 1, BOS, 0.0), (1, 2, 5, 0.5), (1, 3, 5, 0.7), (2, 4, 6, 0.0), (3, 4, 6, 0.0), (1, 5, 7, 3.0),
+            (5, 4, 6, 0.0), (1, 4, 8, 1.0), (4, 6, EOS, 0.0)]
+    lattice = Lattice.from_arcs(7, 0, arcs, {6: 0.0})
+    acceptor = acceptor_of_lattice(lattice, BOS, EOS, nbest=nbest, engine=engine)
+    everything = {(5, 6), (7, 6), (8,)}
+    expected = everything if nbest == 0 else {(5, 6), (8,)}  # the two best strings
+    accepted = {s for n in range(4) for s in itertools.product((5, 6, 7, 8), repeat=n) if acceptor.accepts(s)}
+    assert accepted == expected
+
+
+def test_acceptors_round_trip_through_a_shard(tmp_path):
+    rng = random.Random(3)
+    acceptors = {k: Acceptor.from_strings(sorted({tuple(rng.randint(3, 6) for _ in range(rng.randint(0, 4)))
+                                                  for _ in range(5)})) for k in (0, 3, 4)}
+    acceptors[7] = Acceptor.empty()
+    save_acceptors(tmp_path / "a.npz", acceptors)
+    loaded = load_acceptors([tmp_path / "a.npz"])
+    assert sorted(loaded) == [0, 3, 4, 7]
+    for k, acceptor in acceptors.items():
+        for field in ("arc_src", "arc_label", "arc_dst", "final", "to_final"):
+            assert (getattr(loaded[k], field) == getattr(acceptor, field)).all()
+    assert loaded[7].shortest() is None

@@ -121,9 +121,15 @@ def test_two_clean_runs_build_identical_artifacts(setup, reference):
     assert_same_artifacts(setup, "again", reference)
 
 
-def test_the_reference_run_has_every_system(reference):
+def test_the_reference_run_has_every_system(setup, reference):
     assert [s[1] for s in reference["scores"]] == ["PBMT", "FNMT", "LNMT", "ROUNDTRIP"]
     assert reference["scores"][0][3] > 10  # PBMT on the grammar's sentences
+    out = setup["root"] / "reference" / "out"
+    rows = [line.split(",") for line in (out / "significance.csv").read_text().splitlines()[1:]]
+    assert sorted((r[1], r[2], r[3]) for r in rows) == [("LNMT", b, m) for b in ("FNMT", "PBMT")
+                                                          for m in ("BLEU", "chrF2")]
+    assert all(0 < float(r[-1]) <= 1 for r in rows)  # p-values
+    assert (out / "table1_chrf.csv").read_text().startswith("system,ger-eng\nPBMT,")
 
 
 def test_heavy_stages_run_as_slurm_jobs_with_the_local_numbers(setup, reference, slurm_cluster):

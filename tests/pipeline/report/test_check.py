@@ -33,7 +33,7 @@ def test_a_complete_folder_passes_and_the_figures_follow_the_table2_tasks(tmp_pa
 
 def test_every_problem_is_named(tmp_path):
     out = complete_folder(tmp_path / "out")
-    (out / "table1.csv").write_text("system,ger-eng,eng-ger\nPBMT,20.1,\nFNMT,3.2,2.9\n")
+    (out / "table1.csv").write_text("system,ger-eng,eng-ger\nPBMT,20.1,\nFNMT,3.2,2.9\nMBR,-,21.0\n")
     (out / "figure2_eng-ger_TNMT.png").write_bytes(b"GIF89a")
     (out / "figure3_eng-ger_FNMT.json").write_text("{")
     (out / "stage_times.png").unlink()
@@ -42,6 +42,7 @@ def test_every_problem_is_named(tmp_path):
         f"{out / 'table1.csv'}: PBMT on eng-ger has no score (empty)",
         f"{out / 'table1.csv'}: TNMT on ger-eng has no score (empty)",
         f"{out / 'table1.csv'}: TNMT on eng-ger has no score (empty)",
+        f"{out / 'table1.csv'}: MBR on ger-eng has no score (-)",
         f"{out / 'figure2_eng-ger_TNMT.png'}: not a PNG image",
         f"{out / 'stage_times.png'}: missing or empty",
     ] + [p for p in problems if "figure3_eng-ger_FNMT.json: not valid JSON" in p])
