@@ -78,8 +78,10 @@ class EvaluateSystem(VariantTask):
         references = list(read_lines(self.requires()["raw"].artifact_dir() / f"raw.{target}.gz"))
         bleu = corpus_bleu(hypotheses, references, target)
         stats = translation.signature()["stats"]
+        fallback = stats.get("unconstrained_lines", stats.get("pbmt_fallback_lines"))
         return {"bleu": bleu.to_dict(), "chrf2": round(chrf2(hypotheses, references), 4), "lines": len(references),
-                "timings": stats.get("timings", {}), "source_words": stats.get("source_words")}
+                "timings": stats.get("timings", {}), "source_words": stats.get("source_words"),
+                **({"fallback_lines": fallback} if fallback is not None else {})}
 
 
 class CompareSystems(SplitTask):

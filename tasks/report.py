@@ -127,6 +127,7 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             records.append(Record(task=self.task_name, system=system, eval_set=self.eval_split(),
                                   bleu=bleu["score"], precisions=bleu["precisions"],
                                   chrf2=signature["stats"].get("chrf2"),
+                                  fallback_lines=len(signature["stats"].get("fallback_lines", [])),
                                   signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
                                   timings=signature["stats"].get("timings", {"seconds": signature["seconds"]}),
                                   source_words=signature["stats"].get("source_words"), variant=variant))

@@ -26,6 +26,7 @@ class Record:
     source_words: int | None = None
     variant: str = ""  # a Table 2 variant (research, accelerated); "" for Table 1
     chrf2: float | None = None  # corpus chrF2 (sacrebleu), beside BLEU
+    fallback_lines: int = 0  # lattice systems: lines decoded without their lattice (it accepts nothing in the limit)
 
 
 def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str], metric: str = "bleu"
@@ -97,6 +98,10 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
         table_md = render.markdown(header, rows, f"Table 1: {caption}")
         if notes:
             table_md += "\n" + "\n".join(f"- **{name}**: {text}" for name, text in notes.items()) + "\n"
+        fallbacks = [f"{r.system} on {r.task}: {r.fallback_lines}" for r in records if r.fallback_lines]
+        if fallbacks:
+            table_md += ("\nLines decoded without their lattice (it accepts nothing, or nothing within the length "
+                         "limit; each one is named in the decoding's log and signature): " + "; ".join(fallbacks) + "\n")
     else:
         table_md = (f"## Table 1: {caption}\n\nNo translation system was selected or built yet; "
                     "the data and LM summary follows.\n")

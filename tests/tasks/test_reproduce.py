@@ -17,7 +17,7 @@ def test_writes_tables_and_results(tmp_path, data_dir, capsys):
     results = json.loads((out / "results.json").read_text())
     assert [(r["task"], r["system"], r["eval_set"]) for r in results] == [("ger-eng", "ROUNDTRIP", "newstest2016")]
     assert set(results[-1]) == {"task", "system", "eval_set", "bleu", "precisions", "signature", "timings",
-                               "source_words", "variant", "chrf2"}
+                               "source_words", "variant", "chrf2", "fallback_lines"}
     assert results[-1]["bleu"] == pytest.approx(100.0) and len(results[-1]["precisions"]) == 4
     assert "tok:13a" in results[-1]["signature"]["bleu"]
     summary = (out / "data_summary.csv").read_text().splitlines()

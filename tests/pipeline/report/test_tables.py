@@ -33,5 +33,22 @@ def test_write_report_files(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     assert results == [{"task": "ger-eng", "system": "ROUNDTRIP", "eval_set": "devtest", "bleu": 99.9,
                         "precisions": [1.0, 2.0, 3.0, 4.0], "signature": {"bleu": "tok:13a"}, "timings": {},
-                        "source_words": None, "variant": "", "chrf2": None}]
+                        "source_words": None, "variant": "", "chrf2": None, "fallback_lines": 0}]
     assert "12.50" in (tmp_path / "data_summary.md").read_text()
+
+
+def test_table1_has_a_legend_chrf_significance_and_the_lines_decoded_without_their_lattice(tmp_path):
+    import dataclasses
+
+    records = [dataclasses.replace(record("ger-eng", "PBMT", 20.0), chrf2=48.5),
+               dataclasses.replace(record("ger-eng", "FNMT-lat", 21.0), chrf2=49.0, fallback_lines=2)]
+    significance = [{"task": "ger-eng", "system": "FNMT-lat", "baseline": "PBMT", "metric": "BLEU", "score": 21.0,
+                     "baseline_score": 20.0, "mean": 21.1, "ci": 0.8, "p_value": 0.03}]
+    paths = write_report(tmp_path, records, ["ger-eng"], ["PBMT", "FNMT-lat"], [], "tiny", "devtest",
+                         significance=significance, notes={"FNMT-lat": "FNMT rescoring the PBMT lattice"})
+    table = (tmp_path / "table1.md").read_text()
+    assert "- **FNMT-lat**: FNMT rescoring the PBMT lattice" in table and "FNMT-lat on ger-eng: 2" in table
+    assert (tmp_path / "table1_chrf.csv").read_text() == "system,ger-eng\nPBMT,48.5\nFNMT-lat,49.0\n"
+    row = (tmp_path / "significance.csv").read_text().splitlines()[1]
+    assert row == "ger-eng,FNMT-lat,PBMT,BLEU,21.0,20.0,21.1,0.8,0.03"
+    assert {p.name for p in paths} >= {"table1_chrf.md", "significance.md"}
