@@ -38,6 +38,14 @@ def deterministic_configs(tmp_path):
     return folder
 
 
+def untuned_configs(tmp_path):
+    """deterministic_configs with LMBR untuned (TuneLMBR has a test of its own)."""
+    folder = deterministic_configs(tmp_path)
+    profile = folder / "profiles" / "tiny.toml"
+    profile.write_text(re.sub(r"^tune = .*$", "tune = false", profile.read_text(), flags=re.M))
+    return folder
+
+
 def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     data = tmp_path / "data"
     write_pair(data, "train", sentence_pairs(300, seed=1))

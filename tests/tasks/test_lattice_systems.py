@@ -1,7 +1,6 @@
 """Lattice rescoring (FNMT-lat ... LTNMT-lat) and lattice MBR as Luigi stages on a small de-en corpus."""
 from __future__ import annotations
 
-import re
 
 from luigi.execution_summary import LuigiStatusCode
 
@@ -17,16 +16,13 @@ from tasks.mbr import DecodeLatticeMBR
 from tasks.systems import comparisons, translation_task
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
-from tests.tasks.test_decode_tasks import deterministic_configs
+from tests.tasks.test_decode_tasks import untuned_configs
 
 
 def test_lattice_systems_stay_in_the_lattice_and_mbr_is_the_exact_argmax(tmp_path):
     data = tmp_path / "data"
     write_deen_folder(data, eval_sentences=12)
-    configs = deterministic_configs(tmp_path)
-    profile = configs / "profiles" / "tiny.toml"
-    profile.write_text(re.sub(r"^tune = .*$", "tune = false", profile.read_text(), flags=re.M))
-    params = shared_params(tmp_path, data, config_dir=configs)
+    params = shared_params(tmp_path, data, config_dir=untuned_configs(tmp_path))
     systems = {name: translation_task(name)(split="newstest2016", **params)
                for name in ("FNMT-lat", "LNMT-lat", "TNMT-lat", "MBR")}
     assert [type(t) for t in systems.values()] == [DecodeFNMTLattice, DecodeLNMTLattice, DecodeTNMTLattice,

@@ -1,6 +1,5 @@
 """Decoding a split in shards (the batch jobs of tasks/cluster.py) and merging them gives the unsharded artifact."""
 import json
-import re
 
 import pytest
 from luigi.execution_summary import LuigiStatusCode
@@ -11,7 +10,7 @@ from tasks.base import shard_bounds
 from tasks.decode import DecodeLNMT
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
-from tests.tasks.test_decode_tasks import deterministic_configs
+from tests.tasks.test_decode_tasks import untuned_configs
 
 
 @pytest.mark.parametrize("total, shards", [(10, 3), (3, 3), (2, 3), (0, 2), (7, 1)])
@@ -39,10 +38,7 @@ def sharded(task, folder, shards):
 def test_pbmt_and_lnmt_decoding_in_three_shards_equal_the_whole(tmp_path):
     data = tmp_path / "data"
     write_deen_folder(data, eval_sentences=11)
-    configs = deterministic_configs(tmp_path)
-    profile = configs / "profiles" / "tiny.toml"
-    profile.write_text(re.sub(r"^tune = .*$", "tune = false", profile.read_text(), flags=re.M))
-    params = shared_params(tmp_path, data, config_dir=configs)
+    params = shared_params(tmp_path, data, config_dir=untuned_configs(tmp_path))
     pbmt, lnmt = DecodePBMT(split="newstest2016", **params), DecodeLNMT(split="newstest2016", **params)
     assert build(pbmt, lnmt).status == LuigiStatusCode.SUCCESS
 

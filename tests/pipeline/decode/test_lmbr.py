@@ -88,24 +88,6 @@ def test_with_lambda_near_zero_a_one_path_lattice_is_reproduced():
     assert [hyps[0].tokens for hyps in got] == paths
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_a_wide_beam_finds_the_best_of_lambda_log_p_plus_the_slow_sum_of_l(seed):
-    model, limit = PrefixModel(vocab=VOCAB, seed=seed), 3
-    rng = random.Random(seed)
-    lattices = [random_lattice(rng) for _ in range(3)]
-    sources = random_sources(3, seed, vocab=9)
-    store = Store(matrices_for(lattices))
-    wide = VOCAB ** limit
-    settings = SearchSettings(beam=wide, nbest=wide, weight=0.5, max_length_a=0.0, max_length_b=limit)
-    got = decode_sources(model, sources, settings, batch_sentences=2, hook_factory=lmbr_hook_factory(store, BOS))
-    for i, (source, hyps) in enumerate(zip(sources, got)):
-        posteriors = ngram_posteriors(lattices[i], 4, 1.0, "tropical").as_dict()
-        scorer = model.scorer(source)
-        truth = exhaustive(lambda p: [0.5 * x for x in scorer(p)], VOCAB, limit, slow_bonus(posteriors, THETA))
-        assert [h.tokens for h in hyps[:10]] == [p for _, p in truth[:10]]
-        assert [h.score for h in hyps[:10]] == pytest.approx([s for s, _ in truth[:10]], abs=1e-4)
-
-
 def test_outputs_do_not_depend_on_batching_or_sorting():
     model = PrefixModel(vocab=VOCAB, seed=7, eos_bias=-0.3)
     rng = random.Random(3)
@@ -136,21 +118,24 @@ def bounded_bonus(posteriors: dict, theta: Theta):
     return bonus
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_bounded_gains_a_wide_beam_finds_the_exhaustive_best(seed):
-    model, limit = PrefixModel(vocab=VOCAB, seed=seed), 4
+@pytest.mark.parametrize("gains, weight, limit, seed", [*(("per_step", 0.5, 3, seed) for seed in range(4)),
+                                                       *(("bounded", 0.1, 4, seed) for seed in range(3))])
+def test_a_wide_beam_finds_the_exhaustive_best_of_lambda_log_p_plus_the_slow_sum_of_l(gains, weight, limit, seed):
+    """Per step: the L of every step summed (slow_bonus); bounded: each n-gram's gain once (bounded_bonus)."""
+    model = PrefixModel(vocab=VOCAB, seed=seed)
     rng = random.Random(seed)
     lattices = [random_lattice(rng) for _ in range(3)]
     sources = random_sources(3, seed, vocab=9)
     store = Store(matrices_for(lattices))
     wide = VOCAB ** limit
-    settings = SearchSettings(beam=wide, nbest=wide, weight=0.1, max_length_a=0.0, max_length_b=limit)
+    settings = SearchSettings(beam=wide, nbest=wide, weight=weight, max_length_a=0.0, max_length_b=limit)
     got = decode_sources(model, sources, settings, batch_sentences=2,
-                         hook_factory=lmbr_hook_factory(store, BOS, gains="bounded"))
+                         hook_factory=lmbr_hook_factory(store, BOS, gains=gains))
     for i, (source, hyps) in enumerate(zip(sources, got)):
         posteriors = ngram_posteriors(lattices[i], 4, 1.0, "tropical").as_dict()
         scorer = model.scorer(source)
-        truth = exhaustive(lambda p: [0.1 * x for x in scorer(p)], VOCAB, limit, bounded_bonus(posteriors, THETA))
+        bonus = (slow_bonus if gains == "per_step" else bounded_bonus)(posteriors, THETA)
+        truth = exhaustive(lambda p: [weight * x for x in scorer(p)], VOCAB, limit, bonus)
         assert [h.tokens for h in hyps[:10]] == [p for _, p in truth[:10]]
         assert [h.score for h in hyps[:10]] == pytest.approx([s for s, _ in truth[:10]], abs=1e-4)
 
