@@ -65,7 +65,9 @@ def significance_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], li
     """One row per (task, system, baseline, metric) of paired bootstrap resampling."""
     header = ["task", "system", "baseline", "metric", "system score", "baseline score", "resampled mean",
               "95% interval (+-)", "p-value"]
-    return header, [[r[key] for key in SIGNIFICANCE_COLUMNS] for r in records]
+    # p-values as text with three decimals: 1000 resamples give p >= 0.001, which two decimals would show as 0.00
+    return header, [[f"{r[key]:.3f}" if key == "p_value" else r[key] for key in SIGNIFICANCE_COLUMNS]
+                    for r in records]
 
 
 def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str],

@@ -50,5 +50,6 @@ def test_table1_has_a_legend_chrf_significance_and_the_lines_decoded_without_the
     assert "- **FNMT-lat**: FNMT rescoring the PBMT lattice" in table and "FNMT-lat on ger-eng: 2" in table
     assert (tmp_path / "table1_chrf.csv").read_text() == "system,ger-eng\nPBMT,48.5\nFNMT-lat,49.0\n"
     row = (tmp_path / "significance.csv").read_text().splitlines()[1]
-    assert row == "ger-eng,FNMT-lat,PBMT,BLEU,21.0,20.0,21.1,0.8,0.03"
+    assert row == "ger-eng,FNMT-lat,PBMT,BLEU,21.0,20.0,21.1,0.8,0.030"
+    assert "| 0.030 |" in (tmp_path / "significance.md").read_text()
     assert {p.name for p in paths} >= {"table1_chrf.md", "significance.md"}
