@@ -99,7 +99,7 @@ class Pipelines:
         self.decode = decode
         self.search = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                      max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
-        self.nmt_lambda = self.lnmt.nmt_lambda()
+        self.nmt_lambda, self.gains = self.lnmt.nmt_lambda(), self.lnmt.gains()
         self.source_words = sum(map(len, self.words))
         target = config.target
         self.expected = {name: list(read_lines(task.artifact_dir() / f"bpe.{target}"))[:len(self.bpe_lines)]
@@ -131,7 +131,8 @@ class Pipelines:
                                 self.lmbr.max_evidence_states)
             built = time.perf_counter()
             hook = lmbr_hook_factory(LMatrixStore([shard]), self.models.tgt_vocab.bos_id,
-                                     sentence_ids=range(len(self.bpe_lines)), vocab_size=len(self.models.tgt_vocab))
+                                     sentence_ids=range(len(self.bpe_lines)), vocab_size=len(self.models.tgt_vocab),
+                                     gains=self.gains)
             neural, bpe = self.neural(self.nmt_lambda, hook)
         return {"phrase-based decoding": decoded - started, "posteriors + L": built - decoded,
                 "neural decoding": neural}, bpe
