@@ -270,6 +270,12 @@ class LmbrProfile:
     grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
     gains: str = "per_step"  # "per_step" (the paper: L at every step) or "bounded" (each n-gram paid once)
     grid_gains: tuple[str, ...] = ()  # gain forms the tuning tries (empty: only `gains`)
+    lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
+    grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
+
+    def lattice_weights(self) -> tuple[float, ...]:
+        """The lattice weights the tuning of the -lat systems tries: the grid's, or only `lattice_weight`."""
+        return tuple(self.grid_lattice_weight) or (self.lattice_weight,)
 
     def alphas(self, lattice_alpha: float) -> tuple[float, ...]:
         """The path scales the tuning tries: the grid's, or only the lattices' own."""
@@ -376,6 +382,9 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
                               "must list positive values (or none: the lattices' alpha)"),
                              ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
+                             ("lattice_weight", lmbr.lattice_weight >= 0, "must not be negative"),
+                             ("grid_lattice_weight", all(w >= 0 for w in lmbr.grid_lattice_weight),
+                              "must list values that are not negative (or none: only lattice_weight)"),
                              ("grid_gains", all(g in GAIN_FORMS for g in lmbr.grid_gains),
                               f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),

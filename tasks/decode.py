@@ -4,7 +4,9 @@ same models with the L matrices of the split's PBMT lattices added at every step
 the NMT log-probabilities scaled by the profile's [lmbr] nmt_lambda (or the tuned one). The -lat systems keep the
 search inside the strings of each sentence's PBMT lattice (lattice rescoring, Stahlberg et al. 2016: the acceptor
 hook of pipeline/decode/constraints.py over the evidence space of L), without L (FNMT-lat, TNMT-lat) or with it
-(LNMT-lat, LTNMT-lat, under LNMT's and LTNMT's tuned settings)."""
+(LNMT-lat, LTNMT-lat), each string also paying mu times its loss against the lattice's best (the PBMT's own score,
+mu = [lmbr] lattice_weight or TuneRescoring's choice with lambda; p, r, alpha and the gain form are LNMT's and
+LTNMT's)."""
 from __future__ import annotations
 
 import dataclasses
@@ -59,6 +61,10 @@ class DecodeNMT(VariantTask):
             from tasks.lattices import BuildAcceptors
 
             required["acceptors"] = self.clone(BuildAcceptors)
+            if self.profile_config.lmbr.tune:
+                from tasks.tuning import TuneRescoring
+
+                required["rescoring"] = self.clone(TuneRescoring, models=self.models, lmbr=self.lmbr)
         if self.lmbr:
             from tasks.lattices import BuildLMatrix
 
@@ -75,8 +81,15 @@ class DecodeNMT(VariantTask):
         return required
 
     def chosen(self) -> dict[str, Any]:
-        """TuneLMBR's choice: nmt_lambda, p, r, alpha and gains."""
-        return self.requires()["tuning"].chosen()
+        """The tuned point: TuneLMBR's nmt_lambda, p, r, alpha and gains; for the -lat systems TuneRescoring's,
+        which adds lattice_weight."""
+        required = self.requires()
+        return required["rescoring" if self.constrained else "tuning"].chosen()
+
+    def lattice_weight(self) -> float:
+        """mu, the weight of the lattice's own cost (-lat systems): tuned, else the profile's."""
+        lmbr = self.profile_config.lmbr
+        return float(self.chosen()["lattice_weight"]) if lmbr.tune else lmbr.lattice_weight
 
     def lmatrix(self) -> PipelineTask:
         """The split's BuildLMatrix under the path scale LMBR decodes with: TuneLMBR's alpha when it tunes one."""
@@ -97,6 +110,9 @@ class DecodeNMT(VariantTask):
             lmbr = self.profile_config.lmbr
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
             params["gains"] = "tuned" if lmbr.tune else lmbr.gains
+        if self.constrained:
+            lmbr = self.profile_config.lmbr
+            params["lattice_weight"] = "tuned" if lmbr.tune else lmbr.lattice_weight
         variant = self.variant_config()
         return {**params, **self.variant_params(**({"beam": variant.beam, "threshold": variant.threshold,
                                                     "single_model": variant.single_model} if variant else {}))}
@@ -143,7 +159,7 @@ class DecodeNMT(VariantTask):
                 _LOG.warning("%s %s, line %d: %s", self.system, self.split, lines[index] + 1, reason)
 
             constrain = acceptor_hook_factory([acceptors.get(line) for line in lines], limits, models.tgt_vocab.eos_id,
-                                              warn)
+                                              warn, self.lattice_weight())
         return chain_factories([lmbr, constrain])
 
     def gains(self) -> str:
@@ -188,6 +204,7 @@ class DecodeNMT(VariantTask):
         if self.lmbr:
             stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
         if self.constrained:
+            stats["lattice_weight"] = self.lattice_weight()
             stats["unconstrained_lines"] = sorted(unconstrained)
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
                             "nmt_decode": stats["timings"]["nmt_decode"],

@@ -130,6 +130,7 @@ class BuildAcceptors(VariantTask):
     decoding and lattice MBR; acceptors-<k>.npz shards, sharded over `processes` workers."""
 
     stage = "acceptors"
+    version = 2  # 2: the lattice's costs, pushed towards the start, with every acceptor
     parallel, memory_mb = True, 2000
     sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
 

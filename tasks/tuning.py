@@ -1,5 +1,10 @@
-"""TuneLMBR: lambda, p, r and alpha of LMBR decoding chosen on the tuning set by the profile's grid (pipeline/decode/
-lmbr_tuning.py). DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha."""
+"""Tuning on the tuning set by the profile's grids (pipeline/decode/lmbr_tuning.py).
+
+- TuneLMBR: lambda, p, r, alpha and the gain form of LMBR decoding. DecodeLNMT / DecodeLTNMT then use the chosen
+  lambda and theta, and the L of the chosen alpha.
+- TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (and lambda for those with
+  L, whose p, r, alpha and gain form are TuneLMBR's).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -10,22 +15,26 @@ import luigi
 import torch
 
 from lattices.lmatrix import LMatrixStore
+from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, tune_lmbr
-from pipeline.decode.translate import load_models, translate_lines
+from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, lmbr_grid, rescoring_grid,
+                                         tune_lmbr)
+from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import lmatrix_for
+from tasks.lattices import BuildAcceptors, lmatrix_for
 from tasks.nmt import NMTSystem
 
 
 #: TuneLMBR's record of the chosen point, its theta and every grid point's BLEU.
 CHOICE_FILE = "lmbr.json"
+#: TuneRescoring's record of the chosen point and every grid point's BLEU.
+RESCORING_FILE = "rescoring.json"
 
 
 class TuneLMBR(PipelineTask):
@@ -62,13 +71,7 @@ class TuneLMBR(PipelineTask):
         torch.set_num_threads(max(1, self.processes))
         lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
         inputs = self.requires()
-        n = lmbr.tune_sentences
-        lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{self.config.source}.gz"))[:n]
-        references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
-        models = load_models([inputs["system"].artifact_dir() / "system.json"], default_device())
-        tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
-        processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
-                                                                                target), bpe=None)
+        lines, references, models, processor = tuning_inputs(self, inputs)
         stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                   for alpha, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
@@ -91,5 +94,94 @@ class TuneLMBR(PipelineTask):
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
                                        "grid": results})
+        return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
+                "points": len(results), "sentences": len(lines)}
+
+
+def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str], LoadedModels, TextProcessor]:
+    """The first tune_sentences of the tuning set (BPE source lines and raw references), the NMT system's models and
+    the target postprocessing, from a tuning task's inputs (system, subwords, raw, truecaser)."""
+    target, n = task.config.target, task.profile_config.lmbr.tune_sentences
+    lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{task.config.source}.gz"))[:n]
+    references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
+    models = load_models([inputs["system"].artifact_dir() / "system.json"], default_device())
+    tokenizer = get_tokenizer(task.config.languages[target].tokenizer, target, Path(task.cache_dir) / "tokenizers")
+    processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
+                                                                            target), bpe=None)
+    return lines, references, models, processor
+
+
+class TuneRescoring(PipelineTask):
+    """rescoring.json: the chosen {nmt_lambda, p, r, alpha, gains, lattice_weight} of lattice rescoring (a -lat
+    system) and the BLEU of every grid point on the tuning set: mu over [lmbr] grid_lattice_weight, with lambda over
+    grid_lambda when L is added (p, r, alpha and the gain form are then TuneLMBR's choice), and lambda 1 without."""
+
+    stage = "rescoring-tuning"
+    parallel, memory_mb = True, 3000
+    models = luigi.Parameter(description="FNMT or TNMT: the NMT system that rescores the lattices")
+    lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat)")
+
+    def label(self) -> str:
+        return f"{self.models}-lmbr" if self.lmbr else self.models
+
+    def requires(self) -> dict[str, PipelineTask]:
+        tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
+        required = {"system": self.clone(NMTSystem, system=self.models),
+                    "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences),
+                    "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
+                    "truecaser": self.clone(TrainTruecaser)}
+        if self.lmbr:
+            required["lmbr"] = self.clone(TuneLMBR, models=self.models)
+            required["lmatrix"] = {alpha: lmatrix_for(self, alpha, split=tune, sentences=lmbr.tune_sentences)
+                                   for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)}
+        return required
+
+    def params(self) -> dict[str, Any]:
+        lmbr = self.profile_config.lmbr
+        grid = {"grid_lambda": lmbr.grid_lambda} if self.lmbr else {}
+        return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences, **grid,
+                "grid_lattice_weight": lmbr.lattice_weights(), "decode": dataclasses.asdict(self.profile_config.decode)}
+
+    def chosen(self) -> dict[str, Any]:
+        """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
+        return read_json(self.artifact_dir() / RESCORING_FILE)["chosen"]
+
+    def build(self, out: Path) -> dict[str, Any]:
+        from pipeline.decode.constraints import acceptor_hook_factory
+        from pipeline.decode.hooks import chain_factories
+        from pipeline.decode.scores import max_output_lengths
+
+        torch.set_num_threads(max(1, self.processes))
+        lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
+        inputs = self.requires()
+        lines, references, models, processor = tuning_inputs(self, inputs)
+        acceptors = inputs["acceptors"].acceptors()
+        settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
+                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+        limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
+                                    settings.max_length_b, position_limit(models.ensemble)).tolist()
+        if "lmbr" in inputs:
+            start, lambdas = GridPoint(**inputs["lmbr"].chosen()), lmbr.grid_lambda
+            stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
+                      for alpha, task in inputs["lmatrix"].items()}
+        else:
+            start, lambdas, stores = GridPoint(1.0, 0.0, 0.0), (1.0,), {}
+        grid = rescoring_grid(start, lambdas, lmbr.lattice_weights())
+
+        def translate(point: RescoringPoint) -> list[str]:
+            constrain = acceptor_hook_factory([acceptors.get(k) for k in range(len(lines))], limits,
+                                              models.tgt_vocab.eos_id, weight=point.lattice_weight)
+            scorer = None
+            if stores:
+                theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
+                scorer = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
+                                           vocab_size=len(models.tgt_vocab), gains=point.gains)
+            return translate_lines(lines, models, dataclasses.replace(settings, weight=point.nmt_lambda), processor,
+                                   source=None, batch_sentences=decode.batch_sentences, sort=decode.sort,
+                                   hook_factory=chain_factories([scorer, constrain])).text
+
+        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
+        write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),
+                                          "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
                 "points": len(results), "sentences": len(lines)}

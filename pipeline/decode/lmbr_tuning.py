@@ -1,5 +1,5 @@
 """Tuning LMBR decoding on a development set: a small grid over lambda, p, r, alpha and the gain form (ALGORITHMS.md
-sections 1-3).
+sections 1-3), and for lattice rescoring the weight of the lattice's own cost (:class:`RescoringPoint`).
 
 p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid moves them by fixed offsets (kept in
 (0, 1]) and tries each with every lambda and every path scale alpha. Each point decodes the tuning sentences with
@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from lattices.lmatrix import LMatrix
 from lattices.theta import Theta
 
-__all__ = ["GridPoint", "ReweightedStore", "lmbr_grid", "tune_lmbr"]
+__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "lmbr_grid", "rescoring_grid", "tune_lmbr"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,22 @@ def lmbr_grid(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequenc
     return list(dict.fromkeys(points))
 
 
+@dataclass(frozen=True)
+class RescoringPoint(GridPoint):
+    """A point of lattice rescoring: LMBR's (or, without L, lambda = 1 on the NMT) and mu, the weight of the
+    lattice's own cost (pipeline/decode/constraints.py)."""
+
+    lattice_weight: float = 0.0
+
+
+def rescoring_grid(start: GridPoint, lambdas: Sequence[float], weights: Sequence[float]) -> list[RescoringPoint]:
+    """Every (lambda, mu) with the rest of `start` (LMBR's tuned p, r, alpha and gain form); lambdas in order,
+    then weights; duplicates dropped."""
+    points = [RescoringPoint(float(lam), start.p, start.r, start.alpha, start.gains, float(mu))
+              for lam in lambdas for mu in weights]
+    return list(dict.fromkeys(points))
+
+
 class ReweightedStore:
     """A store of L matrices (anything with ``get(sentences)``) seen under another theta."""
 
@@ -62,8 +78,8 @@ def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]
     for point in grid:
         value = score(decode(point))
         results.append({**asdict(point), "bleu": value})
-        log(f"lambda {point.nmt_lambda:g}, p {point.p:g}, r {point.r:g}, alpha {point.alpha:g}, {point.gains} gains: "
-            f"BLEU {value:.2f}")
+        log(", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+                      for key, value in asdict(point).items()) + f": BLEU {value:.2f}")
         if value > best_score:
             best, best_score = point, value
     return best, results

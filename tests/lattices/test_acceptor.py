@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -76,3 +77,50 @@ def test_acceptors_round_trip_through_a_shard(tmp_path):
         for field in ("arc_src", "arc_label", "arc_dst", "final", "to_final"):
             assert (getattr(loaded[k], field) == getattr(acceptor, field)).all()
     assert loaded[7].shortest() is None
+
+
+def lattice_with_bos_eos(rng: random.Random) -> tuple[Lattice, dict[tuple[int, ...], float]]:
+    """<s> (random paths over tokens 5-8, some strings with several derivations) </s>, and each string's best cost."""
+    arcs, paths, n = [(0, 1, BOS, 0.25)], {}, 2
+    for _ in range(rng.randint(2, 6)):
+        string = tuple(rng.randint(5, 8) for _ in range(rng.randint(1, 4)))
+        costs = [round(rng.uniform(0.0, 3.0), 3) for _ in string] + [round(rng.uniform(0.0, 1.0), 3)]
+        prev = 1
+        for x, c in zip(string, costs):
+            arcs.append((prev, n, x, c))
+            prev, n = n, n + 1
+        arcs.append((prev, n, EOS, costs[-1]))
+        paths[string] = min(paths.get(string, math.inf), 0.25 + sum(costs))
+        n += 1
+    return Lattice.from_arcs(n, 0, arcs, {q: 0.0 for _, q, x, _ in arcs if x == EOS}), paths
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("engine", ["exact", "openfst"])
+def test_pushed_costs_give_each_string_and_prefix_its_loss_against_the_best_string(seed, engine):
+    rng = random.Random(seed)
+    lattice, costs = lattice_with_bos_eos(rng)
+    acceptor = acceptor_of_lattice(lattice, BOS, EOS, engine=engine)
+    best = min(costs.values())
+    tol = 1e-4 if engine == "openfst" else 1e-9  # OpenFst keeps float32 costs
+    for string, cost in costs.items():  # a string: its best derivation's cost over the best string's
+        assert acceptor.cost(string) == pytest.approx(cost - best, abs=tol)
+        q, prefix_cost = 0, 0.0
+        for k in range(len(string)):  # a prefix: the loss of its best completion
+            completions = [c for s, c in costs.items() if s[:k] == string[:k]]
+            assert prefix_cost == pytest.approx(min(completions) - best, abs=tol)
+            arc = acceptor._arc(q, string[k])
+            q, prefix_cost = int(acceptor.arc_dst[arc]), prefix_cost + float(acceptor.arc_cost[arc])
+    assert (acceptor.arc_cost >= 0).all() and (acceptor.final_cost >= 0).all()
+    assert acceptor.cost((9,)) == math.inf
+
+
+def test_costs_round_trip_through_a_shard_and_strings_cost_nothing(tmp_path):
+    lattice, _ = lattice_with_bos_eos(random.Random(1))
+    acceptors = {0: acceptor_of_lattice(lattice, BOS, EOS, engine="exact"), 1: Acceptor.from_strings([(5, 6)])}
+    save_acceptors(tmp_path / "a.npz", acceptors)
+    loaded = load_acceptors([tmp_path / "a.npz"])
+    for k, acceptor in acceptors.items():
+        assert (loaded[k].arc_cost == acceptor.arc_cost).all()
+        assert (loaded[k].final_cost == acceptor.final_cost).all()
+    assert loaded[1].cost((5, 6)) == 0.0

@@ -1,6 +1,8 @@
 """Lattice rescoring (FNMT-lat ... LTNMT-lat) and lattice MBR as Luigi stages on a small de-en corpus."""
 from __future__ import annotations
 
+import json
+import re
 
 from luigi.execution_summary import LuigiStatusCode
 
@@ -13,10 +15,11 @@ from tasks import BuildLMatrix, BuildVocab
 from tasks.decode import DecodeFNMTLattice, DecodeLNMTLattice, DecodeTNMTLattice
 from tasks.lattices import BuildAcceptors
 from tasks.mbr import DecodeLatticeMBR
+from tasks.smt import DecodePBMT
 from tasks.systems import comparisons, translation_task
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
-from tests.tasks.test_decode_tasks import untuned_configs
+from tests.tasks.test_decode_tasks import deterministic_configs, untuned_configs
 
 
 def test_lattice_systems_stay_in_the_lattice_and_mbr_is_the_exact_argmax(tmp_path):
@@ -54,3 +57,48 @@ def test_every_hybrid_is_compared_with_pbmt_and_its_nmt_system():
     assert comparisons(["PBMT", "FNMT", "LNMT", "TNMT", "LTNMT", "FNMT-lat", "MBR"]) == {
         "PBMT": ["LNMT", "LTNMT", "FNMT-lat", "MBR"], "FNMT": ["LNMT", "FNMT-lat"], "TNMT": ["LTNMT"]}
     assert comparisons(["FNMT", "TNMT"]) == {}
+
+
+def test_a_heavy_lattice_weight_gives_the_pbmt_1best_and_tuning_chooses_mu_on_the_tune_set(tmp_path):
+    """mu weighs the lattice's own (pushed) cost: when it outweighs the NMT, lattice rescoring is the PBMT's 1-best;
+    TuneRescoring picks mu (and lambda with L) by BLEU on the tuning set and the -lat systems decode with it."""
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=12)
+    configs = untuned_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    profile.write_text(re.sub(r"^lattice_weight = .*$", "lattice_weight = 1e5", profile.read_text(), flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    heavy, pbmt = DecodeFNMTLattice(split="newstest2016", **params), DecodePBMT(split="newstest2016", **params)
+    assert build(heavy, pbmt).status == LuigiStatusCode.SUCCESS
+    assert heavy.signature()["params"]["lattice_weight"] == 1e5 and heavy.signature()["stats"]["lattice_weight"] == 1e5
+    words = [line.replace("@@ ", "") for line in read_lines(heavy.artifact_dir() / "bpe.en")]
+    unconstrained = heavy.signature()["stats"]["unconstrained_lines"]
+    expected = list(read_lines(pbmt.artifact_dir() / "words.en"))
+    assert len(unconstrained) <= 2
+    assert [w for k, w in enumerate(words) if k + 1 not in unconstrained] == \
+        [w for k, w in enumerate(expected) if k + 1 not in unconstrained]
+
+    tuned = tmp_path / "tuned"
+    tuned.mkdir()
+    configs = deterministic_configs(tuned)
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^tune_sentences = 50 .*$", "tune_sentences = 20", profile.read_text(), flags=re.M)
+    text = re.sub(r"^grid_lambda = .*$", "grid_lambda = [0.01, 1.0]", text, flags=re.M)
+    profile.write_text(re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.0, 1e5]", text, flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    systems = [DecodeFNMTLattice(split="newstest2016", **params), DecodeLNMTLattice(split="newstest2016", **params)]
+    assert build(*systems).status == LuigiStatusCode.SUCCESS
+    for task, lambdas in zip(systems, ([1.0], [0.01, 1.0])):
+        tuning = task.requires()["rescoring"]
+        record = json.loads((tuning.artifact_dir() / "rescoring.json").read_text())
+        assert [(p["nmt_lambda"], p["lattice_weight"]) for p in record["grid"]] == \
+            [(lam, mu) for lam in lambdas for mu in (0.0, 1e5)]
+        best = max(record["grid"], key=lambda point: point["bleu"])
+        assert record["chosen"] == {k: v for k, v in best.items() if k != "bleu"} and record["sentences"] == 20
+        assert task.signature()["params"]["lattice_weight"] == "tuned"
+        assert task.signature()["stats"]["lattice_weight"] == best["lattice_weight"]
+    lnmt = systems[1]
+    lmbr = lnmt.requires()["tuning"].chosen()  # LNMT-lat keeps LNMT's theta, alpha and gain form
+    assert {k: lnmt.chosen()[k] for k in ("p", "r", "alpha", "gains")} == {k: lmbr[k] for k in ("p", "r", "alpha",
+                                                                                                  "gains")}
+    assert lnmt.signature()["stats"]["lmbr"]["nmt_lambda"] == lnmt.chosen()["nmt_lambda"]

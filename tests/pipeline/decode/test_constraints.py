@@ -127,3 +127,53 @@ def test_paths_that_could_not_end_within_the_limit_are_never_started():
     acceptor = Acceptor.from_strings([(favourite,) * 6, (other, 5)])
     got = decode_sources(model, sources, settings, hook_factory=acceptor_hook_factory([acceptor], [3], EOS))
     assert [h.tokens for h in got[0]] == [(other, 5)] and not got[0][0].backoff
+
+
+def weighted_acceptor(rng: random.Random, strings: list[tuple[int, ...]]) -> tuple[Acceptor, dict]:
+    """A lattice acceptor of these strings with random costs, and each string's cost over the best one."""
+    from lattices.acceptor import acceptor_of_lattice
+    from lattices.lattice import Lattice
+
+    arcs, costs, n = [], {}, 1
+    for string in strings:
+        prev, total = 0, 0.0
+        for x in (*string, EOS):
+            cost = round(rng.uniform(0.0, 2.0), 3)
+            arcs.append((prev, n, x, cost))
+            prev, n, total = n, n + 1, total + cost
+        costs[string] = min(costs.get(string, float("inf")), total)
+    finals = {q: 0.0 for _, q, x, _ in arcs if x == EOS}
+    best = min(costs.values())
+    acceptor = acceptor_of_lattice(Lattice.from_arcs(n, 0, arcs, finals), BOS, EOS, engine="exact")
+    return acceptor, {s: c - best for s, c in costs.items()}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("weight", [0.5, 3.0])
+def test_with_a_weight_the_best_is_the_exhaustive_best_of_nmt_minus_weight_times_the_lattice_cost(seed, weight):
+    model, limit = PrefixModel(vocab=VOCAB, seed=seed), 4
+    rng = random.Random(10 + seed)
+    sources = random_sources(3, seed, vocab=9)
+    pairs = [weighted_acceptor(rng, [s for s in random_strings(rng, 6) if s] or [(3,)]) for _ in sources]
+    wide = VOCAB ** limit
+    settings = SearchSettings(beam=wide, nbest=wide, max_length_a=0.0, max_length_b=limit)
+    factory = acceptor_hook_factory([a for a, _ in pairs], limits_of(sources, settings), EOS, weight=weight)
+    got = decode_sources(model, sources, settings, batch_sentences=2, hook_factory=factory)
+    for source, (acceptor, costs), hyps in zip(sources, pairs, got):
+        truth = sorted(((score - weight * costs[p], p) for score, p in exhaustive(model.scorer(source), VOCAB, limit)
+                        if p in costs), key=lambda e: -e[0])
+        assert [h.tokens for h in hyps] == [p for _, p in truth]
+        assert [h.score for h in hyps] == pytest.approx([s for s, _ in truth], abs=1e-4)
+
+
+def test_a_heavy_weight_makes_a_greedy_search_follow_the_lattices_best_string():
+    """Pushed costs: a prefix pays what its best completion loses, so beam 1 finds the lattice's best string."""
+    model = PrefixModel(vocab=VOCAB, seed=7)
+    rng = random.Random(4)
+    sources = random_sources(6, seed=3, vocab=9)
+    pairs = [weighted_acceptor(rng, [s for s in random_strings(rng, 6, longest=5) if s] or [(4,)]) for _ in sources]
+    settings = SearchSettings(beam=1, max_length_a=0.0, max_length_b=6)
+    factory = acceptor_hook_factory([a for a, _ in pairs], limits_of(sources, settings), EOS, weight=1e3)
+    got = decode_sources(model, sources, settings, batch_sentences=3, hook_factory=factory)
+    for (_, costs), hyps in zip(pairs, got):
+        assert costs[hyps[0].tokens] == 0.0
