@@ -273,6 +273,15 @@ class LmbrProfile:
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
 
+    grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
+    grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
+
+    def mbr_p_offsets(self) -> tuple[float, ...]:
+        return tuple(self.grid_mbr_p) or (0.0,)
+
+    def mbr_r_offsets(self) -> tuple[float, ...]:
+        return tuple(self.grid_mbr_r) or (0.0,)
+
     def lattice_weights(self) -> tuple[float, ...]:
         """The lattice weights the tuning of the -lat systems tries: the grid's, or only `lattice_weight`."""
         return tuple(self.grid_lattice_weight) or (self.lattice_weight,)

@@ -1,25 +1,107 @@
 """Lattice MBR (Tromble et al. 2008) of a split: the reference for what L alone can do, with no NMT model.
 
 Each sentence's translation is the string of its evidence space with the highest expected linear gain under L
-(lattices/mbr.py, exact over the acceptor of BuildAcceptors and the L of BuildLMatrix, theta from the PBMT's
-tune-set precisions). A sentence whose lattice accepts nothing keeps the PBMT 1-best; the count is in the stats.
+(lattices/mbr.py, exact over the acceptor of BuildAcceptors and the L of BuildLMatrix). Theta comes from the PBMT's
+tune-set precisions p and r, or, with the profile's `[lmbr] tune`, from the p and r that TuneMBR chooses by BLEU on
+the tuning set (offsets `grid_mbr_p` x `grid_mbr_r`: Tromble et al.'s theta from corpus precisions sets how much a
+token must earn to pay for its length, and the best balance depends on the lattices). A sentence whose lattice
+accepts nothing keeps the PBMT 1-best; the count is in the stats.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from lattices.acceptor import Acceptor
 from lattices.lmatrix import LMatrixStore
 from lattices.mbr import lattice_mbr
-from pipeline.io import read_lines, write_lines
+from lattices.theta import Theta
+from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, tune_lmbr
+from pipeline.evaluation.bleu import corpus_bleu
+from pipeline.io import read_json, read_lines, write_json, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
-from tasks.data import BuildVocab, TrainTruecaser, load_truecaser
+from tasks.data import BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.lattices import BuildAcceptors, BuildLMatrix
 from tasks.smt import DecodePBMT
 from tasks.variants import VariantTask
+
+#: TuneMBR's record of the chosen p and r and every grid point's BLEU.
+MBR_CHOICE_FILE = "mbr.json"
+
+
+def mbr_translations(acceptors: dict[int, Acceptor], store, fallback: Sequence[str], vocab: Vocabulary,
+                     processor: TextProcessor) -> tuple[list[str], list[str], list[int]]:
+    """(detokenized texts, subwords, 1-based lines that kept `fallback`) of the MBR strings of sentences
+    0..len(fallback)-1 under the L matrices of `store`."""
+    texts, subwords, kept = [], [], []
+    for line in range(len(fallback)):
+        acceptor = acceptors.get(line)
+        result = None
+        if acceptor is not None and line in store:
+            result = lattice_mbr(acceptor, store.get([line])[0], vocab.bos_id, vocab.eos_id)
+        if result is None:
+            kept.append(line + 1)
+            texts.append(fallback[line])
+            subwords.append("")
+            continue
+        pieces = vocab.decode(list(result.tokens))
+        subwords.append(" ".join(pieces))
+        texts.append(processor.postprocess(pieces))
+    return texts, subwords, kept
+
+
+def target_processor(task: PipelineTask, truecaser: PipelineTask) -> TextProcessor:
+    """Detruecasing and detokenization of the task's target side."""
+    target = task.config.target
+    tokenizer = get_tokenizer(task.config.languages[target].tokenizer, target, Path(task.cache_dir) / "tokenizers")
+    return TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(truecaser.artifact_dir(), target), bpe=None)
+
+
+class TuneMBR(PipelineTask):
+    """mbr.json: the p and r of theta chosen for lattice MBR by BLEU on the tuning set's first tune_sentences (the
+    PBMT's p and r moved by the offsets of `[lmbr] grid_mbr_p` x `grid_mbr_r`), and every grid point's BLEU."""
+
+    stage = "mbr-tuning"
+
+    def requires(self) -> dict[str, PipelineTask]:
+        tune, n = self.config.splits.tune, self.profile_config.lmbr.tune_sentences
+        return {"acceptors": self.clone(BuildAcceptors, split=tune, sentences=n),
+                "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=n),
+                "pbmt": self.clone(DecodePBMT, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
+                "vocab": self.clone(BuildVocab), "truecaser": self.clone(TrainTruecaser)}
+
+    def params(self) -> dict[str, Any]:
+        lmbr = self.profile_config.lmbr
+        return {"sentences": lmbr.tune_sentences, "grid_mbr_p": lmbr.mbr_p_offsets(),
+                "grid_mbr_r": lmbr.mbr_r_offsets()}
+
+    def chosen(self) -> dict[str, Any]:
+        """The chosen point of the built artifact: p and r (and the rest of a grid point)."""
+        return read_json(self.artifact_dir() / MBR_CHOICE_FILE)["chosen"]
+
+    def build(self, out: Path) -> dict[str, Any]:
+        lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
+        n = lmbr.tune_sentences
+        references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
+        fallback = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:n]
+        vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
+        acceptors, processor = inputs["acceptors"].acceptors(), target_processor(self, inputs["truecaser"])
+        store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        start = inputs["lmatrix"].theta()
+        grid = lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets())
+
+        def translate(point) -> list[str]:
+            theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
+            return mbr_translations(acceptors, ReweightedStore(store, theta), fallback, vocab, processor)[0]
+
+        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
+        write_json(out / MBR_CHOICE_FILE, {"chosen": dataclasses.asdict(best), "start": {"p": start.p, "r": start.r},
+                                           "sentences": len(references), "grid": results})
+        return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results), "points": len(results)}
 
 
 class DecodeLatticeMBR(VariantTask):
@@ -32,38 +114,38 @@ class DecodeLatticeMBR(VariantTask):
         return f"{self.system}-{super().label()}"
 
     def requires(self) -> dict[str, PipelineTask]:
-        return {"acceptors": self.clone(BuildAcceptors), "lmatrix": self.clone(BuildLMatrix),
-                "pbmt": self.clone(DecodePBMT), "vocab": self.clone(BuildVocab),
-                "truecaser": self.clone(TrainTruecaser)}
+        required = {"acceptors": self.clone(BuildAcceptors), "lmatrix": self.clone(BuildLMatrix),
+                    "pbmt": self.clone(DecodePBMT), "vocab": self.clone(BuildVocab),
+                    "truecaser": self.clone(TrainTruecaser)}
+        if self.profile_config.lmbr.tune:
+            required["tuning"] = self.clone(TuneMBR)
+        return required
 
     def params(self) -> dict[str, Any]:
-        return {"system": self.system, "split": self.split, **self.variant_params()}
+        theta = {"theta": "tuned"} if self.profile_config.lmbr.tune else {}
+        return {"system": self.system, "split": self.split, **theta, **self.variant_params()}
+
+    def store(self):
+        """The split's L matrices, under TuneMBR's theta when the profile tunes."""
+        store = LMatrixStore(sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        lmbr = self.profile_config.lmbr
+        if not lmbr.tune:
+            return store
+        chosen = self.requires()["tuning"].chosen()
+        return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
 
     def build(self, out: Path) -> dict[str, Any]:
         target, inputs = self.config.target, self.requires()
         started = time.perf_counter()
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
-        acceptors = inputs["acceptors"].acceptors()
-        store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
         pbmt = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))
-        tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
-        processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
-                                                                                target), bpe=None)
-        texts, subwords, fallback = [], [], []
-        for line in range(len(pbmt)):
-            acceptor = acceptors.get(line)
-            result = None
-            if acceptor is not None and line in store:
-                result = lattice_mbr(acceptor, store.get([line])[0], vocab.bos_id, vocab.eos_id)
-            if result is None:
-                fallback.append(line + 1)
-                texts.append(pbmt[line])
-                subwords.append("")
-                continue
-            pieces = vocab.decode(list(result.tokens))
-            subwords.append(" ".join(pieces))
-            texts.append(processor.postprocess(pieces))
+        texts, subwords, fallback = mbr_translations(inputs["acceptors"].acceptors(), self.store(), pbmt, vocab,
+                                                     target_processor(self, inputs["truecaser"]))
         write_lines(out / f"translation.{target}", texts)
         write_lines(out / f"bpe.{target}", subwords)
-        return {"sentences": len(texts), "pbmt_fallback_lines": fallback,
+        theta = {}
+        if self.profile_config.lmbr.tune:
+            chosen = inputs["tuning"].chosen()
+            theta = {"theta": {"p": chosen["p"], "r": chosen["r"]}}
+        return {"sentences": len(texts), "pbmt_fallback_lines": fallback, **theta,
                 "timings": {"lattice_mbr": round(time.perf_counter() - started, 3)}}

@@ -24,11 +24,13 @@ SYSTEM_NOTES = {
     "FNMT": "ensemble of GRU attention models", "TNMT": "averaged Transformer",
     "LNMT": "FNMT with LMBR: the L of the PBMT lattice added at every step (Iglesias et al. 2018)",
     "LTNMT": "TNMT with LMBR",
-    "FNMT-lat": "FNMT rescoring the PBMT lattice: the search kept in its strings (Stahlberg et al. 2016)",
-    "LNMT-lat": "LNMT kept in the strings of the PBMT lattice", "TNMT-lat": "TNMT rescoring the PBMT lattice",
-    "LTNMT-lat": "LTNMT kept in the strings of the PBMT lattice",
+    "FNMT-lat": "FNMT rescoring the PBMT lattice (Stahlberg et al. 2016): the search kept in its strings, scored by "
+                "the NMT plus mu times the lattice's own PBMT score (mu tuned on the tuning set)",
+    "LNMT-lat": "LNMT rescoring the PBMT lattice: lambda log P_NMT + L + mu times the PBMT score, in its strings",
+    "TNMT-lat": "TNMT rescoring the PBMT lattice, as FNMT-lat",
+    "LTNMT-lat": "LTNMT rescoring the PBMT lattice, as LNMT-lat",
     "MBR": "lattice MBR: the PBMT lattice's string of highest expected linear gain under L, no NMT (Tromble et al. "
-           "2008)",
+           "2008; theta's p and r tuned on the tuning set)",
 }
 #: The baselines each system is compared with by paired bootstrap resampling.
 BASELINES = {"LNMT": ("PBMT", "FNMT"), "LTNMT": ("PBMT", "TNMT"), "FNMT-lat": ("PBMT", "FNMT"),

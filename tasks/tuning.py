@@ -2,8 +2,8 @@
 
 - TuneLMBR: lambda, p, r, alpha and the gain form of LMBR decoding. DecodeLNMT / DecodeLTNMT then use the chosen
   lambda and theta, and the L of the chosen alpha.
-- TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (and lambda for those with
-  L, whose p, r, alpha and gain form are TuneLMBR's).
+- TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
+  lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings).
 """
 from __future__ import annotations
 
@@ -113,8 +113,8 @@ def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str
 
 class TuneRescoring(PipelineTask):
     """rescoring.json: the chosen {nmt_lambda, p, r, alpha, gains, lattice_weight} of lattice rescoring (a -lat
-    system) and the BLEU of every grid point on the tuning set: mu over [lmbr] grid_lattice_weight, with lambda over
-    grid_lambda when L is added (p, r, alpha and the gain form are then TuneLMBR's choice), and lambda 1 without."""
+    system) and the BLEU of every grid point on the tuning set: mu over [lmbr] grid_lattice_weight, with TuneLMBR's
+    lambda, p, r, alpha and gain form when L is added, and lambda 1 without."""
 
     stage = "rescoring-tuning"
     parallel, memory_mb = True, 3000
@@ -138,8 +138,7 @@ class TuneRescoring(PipelineTask):
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
-        grid = {"grid_lambda": lmbr.grid_lambda} if self.lmbr else {}
-        return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences, **grid,
+        return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
                 "grid_lattice_weight": lmbr.lattice_weights(), "decode": dataclasses.asdict(self.profile_config.decode)}
 
     def chosen(self) -> dict[str, Any]:
@@ -161,12 +160,12 @@ class TuneRescoring(PipelineTask):
         limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
-            start, lambdas = GridPoint(**inputs["lmbr"].chosen()), lmbr.grid_lambda
+            start = GridPoint(**inputs["lmbr"].chosen())
             stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                       for alpha, task in inputs["lmatrix"].items()}
         else:
-            start, lambdas, stores = GridPoint(1.0, 0.0, 0.0), (1.0,), {}
-        grid = rescoring_grid(start, lambdas, lmbr.lattice_weights())
+            start, stores = GridPoint(1.0, 0.0, 0.0), {}
+        grid = rescoring_grid(start, lmbr.lattice_weights())
 
         def translate(point: RescoringPoint) -> list[str]:
             constrain = acceptor_hook_factory([acceptors.get(k) for k in range(len(lines))], limits,

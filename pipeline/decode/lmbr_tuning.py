@@ -50,12 +50,10 @@ class RescoringPoint(GridPoint):
     lattice_weight: float = 0.0
 
 
-def rescoring_grid(start: GridPoint, lambdas: Sequence[float], weights: Sequence[float]) -> list[RescoringPoint]:
-    """Every (lambda, mu) with the rest of `start` (LMBR's tuned p, r, alpha and gain form); lambdas in order,
-    then weights; duplicates dropped."""
-    points = [RescoringPoint(float(lam), start.p, start.r, start.alpha, start.gains, float(mu))
-              for lam in lambdas for mu in weights]
-    return list(dict.fromkeys(points))
+def rescoring_grid(start: GridPoint, weights: Sequence[float]) -> list[RescoringPoint]:
+    """`start` (LMBR's tuned point, or lambda 1 without L) with every mu of `weights`, in order, duplicates
+    dropped."""
+    return list(dict.fromkeys(RescoringPoint(**asdict(start), lattice_weight=float(mu)) for mu in weights))
 
 
 class ReweightedStore:
@@ -66,6 +64,9 @@ class ReweightedStore:
 
     def get(self, sentences: Sequence[int]) -> list[LMatrix]:
         return [m.with_theta(self.theta) for m in self.store.get(sentences)]
+
+    def __contains__(self, sentence: int) -> bool:
+        return sentence in self.store
 
 
 def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]],

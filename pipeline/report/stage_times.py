@@ -17,9 +17,11 @@ from pipeline.report import render
 STAGES = (("tokenized", "tokenize"), ("truecaser", "truecaser"), ("truecased", "truecase"), ("bpe", "BPE learn"),
           ("subwords", "BPE apply"), ("vocab", "vocabulary"), ("roundtrip", "round trip"), ("lm", "KenLM"),
           ("align", "alignment"), ("phrases", "phrase table"), ("mert", "MERT"), ("pbmt", "PBMT decoding"),
-          ("lmatrix", "posteriors + L"), ("nmt", "NMT training"), ("nmt-average", "averaging"),
-          ("nmt-system", "NMT system"), ("lmbr-tuning", "LMBR tuning"), ("nmt-decode", "NMT decoding"),
-          ("speed", "speed figures"), ("bleu", "BLEU"))
+          ("lmatrix", "posteriors + L"), ("acceptors", "acceptors"), ("nmt", "NMT training"),
+          ("nmt-average", "averaging"), ("nmt-system", "NMT system"), ("lmbr-tuning", "LMBR tuning"),
+          ("rescoring-tuning", "rescoring tuning"), ("mbr-tuning", "MBR tuning"), ("nmt-decode", "NMT decoding"),
+          ("lattice-mbr", "lattice MBR"), ("speed", "speed figures"), ("bleu", "BLEU"),
+          ("significance", "significance"))
 
 
 def stage_seconds(profile_dir: Path, tasks: Sequence[str]) -> dict[str, dict[str, float]]:

@@ -9,6 +9,7 @@ from luigi.execution_summary import LuigiStatusCode
 from lattices.acceptor import Acceptor
 from lattices.lmatrix import LMatrixStore
 from lattices.mbr import lattice_mbr
+from lattices.theta import Theta
 from pipeline.io import read_lines
 from pipeline.vocab import Vocabulary
 from tasks import BuildLMatrix, BuildVocab
@@ -84,21 +85,38 @@ def test_a_heavy_lattice_weight_gives_the_pbmt_1best_and_tuning_chooses_mu_on_th
     profile = configs / "profiles" / "tiny.toml"
     text = re.sub(r"^tune_sentences = 50 .*$", "tune_sentences = 20", profile.read_text(), flags=re.M)
     text = re.sub(r"^grid_lambda = .*$", "grid_lambda = [0.01, 1.0]", text, flags=re.M)
+    text = re.sub(r"^grid_mbr_p = .*$", "grid_mbr_p = [0.0, -0.5]", text, flags=re.M)
     profile.write_text(re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.0, 1e5]", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     systems = [DecodeFNMTLattice(split="newstest2016", **params), DecodeLNMTLattice(split="newstest2016", **params)]
-    assert build(*systems).status == LuigiStatusCode.SUCCESS
-    for task, lambdas in zip(systems, ([1.0], [0.01, 1.0])):
+    mbr = DecodeLatticeMBR(split="newstest2016", **params)
+    assert build(*systems, mbr).status == LuigiStatusCode.SUCCESS
+    lmbr = systems[1].requires()["tuning"].chosen()  # LNMT-lat keeps LNMT's lambda, theta, alpha and gain form
+    for task, start in zip(systems, ({"nmt_lambda": 1.0}, lmbr)):
         tuning = task.requires()["rescoring"]
         record = json.loads((tuning.artifact_dir() / "rescoring.json").read_text())
-        assert [(p["nmt_lambda"], p["lattice_weight"]) for p in record["grid"]] == \
-            [(lam, mu) for lam in lambdas for mu in (0.0, 1e5)]
+        assert [p["lattice_weight"] for p in record["grid"]] == [0.0, 1e5]
+        assert all(p[k] == v for p in record["grid"] for k, v in start.items())
         best = max(record["grid"], key=lambda point: point["bleu"])
         assert record["chosen"] == {k: v for k, v in best.items() if k != "bleu"} and record["sentences"] == 20
         assert task.signature()["params"]["lattice_weight"] == "tuned"
         assert task.signature()["stats"]["lattice_weight"] == best["lattice_weight"]
-    lnmt = systems[1]
-    lmbr = lnmt.requires()["tuning"].chosen()  # LNMT-lat keeps LNMT's theta, alpha and gain form
-    assert {k: lnmt.chosen()[k] for k in ("p", "r", "alpha", "gains")} == {k: lmbr[k] for k in ("p", "r", "alpha",
-                                                                                                  "gains")}
-    assert lnmt.signature()["stats"]["lmbr"]["nmt_lambda"] == lnmt.chosen()["nmt_lambda"]
+    assert systems[1].signature()["stats"]["lmbr"]["nmt_lambda"] == lmbr["nmt_lambda"]
+
+    # MBR: theta's p and r chosen on the tuning set, and the split decoded under them
+    record = json.loads((mbr.requires()["tuning"].artifact_dir() / "mbr.json").read_text())
+    start = record["start"]
+    def clip(x: float) -> float:
+        return round(min(1.0, max(0.01, x)), 6)
+
+    assert [(p["p"], p["r"]) for p in record["grid"]] == [(clip(start["p"] + dp), clip(start["r"])) for dp in (0.0, -0.5)]
+    best = max(record["grid"], key=lambda point: point["bleu"])
+    assert record["chosen"] == {k: v for k, v in best.items() if k != "bleu"}
+    assert mbr.signature()["stats"]["theta"] == {"p": best["p"], "r": best["r"]}
+    theta = Theta.from_p_r(best["p"], best["r"], "scaled", 10.0)
+    store = LMatrixStore(sorted(BuildLMatrix(split="newstest2016", **params).artifact_dir().glob("shard-*.npz")))
+    acceptors = BuildAcceptors(split="newstest2016", **params).acceptors()
+    vocab = Vocabulary.load(BuildVocab(**params).artifact_dir() / "vocab.en.json")
+    for line, pieces in enumerate(read_lines(mbr.artifact_dir() / "bpe.en")):
+        exact = lattice_mbr(acceptors[line], store.get([line])[0].with_theta(theta), vocab.bos_id, vocab.eos_id)
+        assert pieces.split() == vocab.decode(list(exact.tokens))
