@@ -198,7 +198,11 @@ class DecodeNMT(VariantTask):
         result = translate_lines(lines[first:last], models, settings, processor, source=None,
                                  batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=hooks,
                                  streaming=decode.streaming, refill=decode.refill)
-        write_lines(out / f"translation.{target}", result.text)
+        texts, restored = result.text, []
+        if self.constrained:  # outputs with <unk>: their words from the lattice path they follow
+            texts, restored = inputs["acceptors"].word_restorer().restore(
+                range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False))
+        write_lines(out / f"translation.{target}", texts)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
         if self.lmbr:
@@ -206,6 +210,7 @@ class DecodeNMT(VariantTask):
         if self.constrained:
             stats["lattice_weight"] = self.lattice_weight()
             stats["unconstrained_lines"] = sorted(unconstrained)
+            stats["restored_lines"] = [first + k + 1 for k in restored]
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
                             "nmt_decode": stats["timings"]["nmt_decode"],
                             "postprocess": stats["timings"]["postprocess"]}
@@ -220,8 +225,9 @@ class DecodeNMT(VariantTask):
         merged = dict(stats[0])
         for key in ("sentences", "decoded_sentences", "source_words", "target_words", "backoff_sentences"):
             merged[key] = sum(s[key] for s in stats)
-        if "unconstrained_lines" in merged:
-            merged["unconstrained_lines"] = sorted(line for s in stats for line in s["unconstrained_lines"])
+        for key in ("unconstrained_lines", "restored_lines"):
+            if key in merged:
+                merged[key] = sorted(line for s in stats for line in s.get(key, []))
         merged["seconds"] = round(sum(s["seconds"] for s in stats), 3)
         merged["words_per_minute"] = round(60 * merged["source_words"] / max(merged["seconds"], 1e-9), 1)
         merged["timings"] = {**stats[0]["timings"],
@@ -268,21 +274,25 @@ class DecodeFNMTLattice(DecodeNMT):
     """FNMT-lat: the FNMT ensemble rescoring the PBMT lattice (the search kept in its strings)."""
 
     system, models, constrained = "FNMT-lat", "FNMT", True
+    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice
 
 
 class DecodeLNMTLattice(DecodeNMT):
     """LNMT-lat: LNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LNMT-lat", "FNMT", True, True
+    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice
 
 
 class DecodeTNMTLattice(DecodeNMT):
     """TNMT-lat: the TNMT model rescoring the PBMT lattice."""
 
     system, models, constrained = "TNMT-lat", "TNMT", True
+    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice
 
 
 class DecodeLTNMTLattice(DecodeNMT):
     """LTNMT-lat: LTNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LTNMT-lat", "TNMT", True, True
+    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice

@@ -11,7 +11,9 @@ import luigi
 from lattices.acceptor import build_acceptor_shard, load_acceptors
 from lattices.evidence import DEFAULT_MAX_STATES
 from lattices.lmatrix import build_lmatrix_shard
+from lattices.restore import WordRestorer
 from lattices.theta import Theta
+from lattices.units import TokenMapper
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_lines
 from tasks.base import PipelineTask
@@ -163,3 +165,10 @@ class BuildAcceptors(VariantTask):
     def acceptors(self) -> dict:
         """{sentence: Acceptor} of the built artifact."""
         return load_acceptors(sorted(self.artifact_dir().glob("acceptors-*.npz")))
+
+    def word_restorer(self) -> WordRestorer:
+        """The words of the acceptors' strings, from the split's word lattices (lattices/restore.py)."""
+        inputs, target = self.requires(), self.config.target
+        mapper = TokenMapper.from_files(inputs["codes"].artifact_dir() / f"codes.{target}",
+                                        inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
+        return WordRestorer(inputs["lattices"].artifact_dir() / "lattices", mapper)

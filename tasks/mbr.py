@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from lattices.acceptor import Acceptor
 from lattices.lmatrix import LMatrixStore
 from lattices.mbr import lattice_mbr
+from lattices.restore import WordRestorer
 from lattices.theta import Theta
 from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, tune_lmbr
 from pipeline.evaluation.bleu import corpus_bleu
@@ -34,9 +35,9 @@ MBR_CHOICE_FILE = "mbr.json"
 
 
 def mbr_translations(acceptors: dict[int, Acceptor], store, fallback: Sequence[str], vocab: Vocabulary,
-                     processor: TextProcessor) -> tuple[list[str], list[str], list[int]]:
+                     processor: TextProcessor, restorer: WordRestorer) -> tuple[list[str], list[str], list[int]]:
     """(detokenized texts, subwords, 1-based lines that kept `fallback`) of the MBR strings of sentences
-    0..len(fallback)-1 under the L matrices of `store`."""
+    0..len(fallback)-1 under the L matrices of `store`; a string with <unk> takes its words from the lattice."""
     texts, subwords, kept = [], [], []
     for line in range(len(fallback)):
         acceptor = acceptors.get(line)
@@ -51,6 +52,8 @@ def mbr_translations(acceptors: dict[int, Acceptor], store, fallback: Sequence[s
         pieces = vocab.decode(list(result.tokens))
         subwords.append(" ".join(pieces))
         texts.append(processor.postprocess(pieces))
+    texts = restorer.restore(range(len(texts)), subwords, texts,
+                             lambda words: processor.postprocess(words, subword=False))[0]
     return texts, subwords, kept
 
 
@@ -90,13 +93,14 @@ class TuneMBR(PipelineTask):
         fallback = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:n]
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         acceptors, processor = inputs["acceptors"].acceptors(), target_processor(self, inputs["truecaser"])
+        restorer = inputs["acceptors"].word_restorer()
         store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
         start = inputs["lmatrix"].theta()
         grid = lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets())
 
         def translate(point) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            return mbr_translations(acceptors, ReweightedStore(store, theta), fallback, vocab, processor)[0]
+            return mbr_translations(acceptors, ReweightedStore(store, theta), fallback, vocab, processor, restorer)[0]
 
         best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
         write_json(out / MBR_CHOICE_FILE, {"chosen": dataclasses.asdict(best), "start": {"p": start.p, "r": start.r},
@@ -108,6 +112,7 @@ class DecodeLatticeMBR(VariantTask):
     """MBR: translation.<target> (detokenized) and bpe.<target> of the lattice MBR strings of a split."""
 
     stage = "lattice-mbr"
+    version = 2  # 2: words of <unk> outputs from the lattice
     system = "MBR"
 
     def label(self) -> str:
@@ -140,7 +145,8 @@ class DecodeLatticeMBR(VariantTask):
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         pbmt = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))
         texts, subwords, fallback = mbr_translations(inputs["acceptors"].acceptors(), self.store(), pbmt, vocab,
-                                                     target_processor(self, inputs["truecaser"]))
+                                                     target_processor(self, inputs["truecaser"]),
+                                                     inputs["acceptors"].word_restorer())
         write_lines(out / f"translation.{target}", texts)
         write_lines(out / f"bpe.{target}", subwords)
         theta = {}

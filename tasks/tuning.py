@@ -154,7 +154,7 @@ class TuneRescoring(PipelineTask):
         lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
         inputs = self.requires()
         lines, references, models, processor = tuning_inputs(self, inputs)
-        acceptors = inputs["acceptors"].acceptors()
+        acceptors, restorer = inputs["acceptors"].acceptors(), inputs["acceptors"].word_restorer()
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
         limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
@@ -175,9 +175,11 @@ class TuneRescoring(PipelineTask):
                 theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
                 scorer = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
                                            vocab_size=len(models.tgt_vocab), gains=point.gains)
-            return translate_lines(lines, models, dataclasses.replace(settings, weight=point.nmt_lambda), processor,
-                                   source=None, batch_sentences=decode.batch_sentences, sort=decode.sort,
-                                   hook_factory=chain_factories([scorer, constrain])).text
+            result = translate_lines(lines, models, dataclasses.replace(settings, weight=point.nmt_lambda), processor,
+                                     source=None, batch_sentences=decode.batch_sentences, sort=decode.sort,
+                                     hook_factory=chain_factories([scorer, constrain]))
+            return restorer.restore(range(len(lines)), result.bpe, result.text,
+                                    lambda words: processor.postprocess(words, subword=False))[0]
 
         best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
         write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),

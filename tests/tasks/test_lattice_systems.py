@@ -44,6 +44,9 @@ def test_lattice_systems_stay_in_the_lattice_and_mbr_is_the_exact_argmax(tmp_pat
             if line + 1 not in stats["unconstrained_lines"]:
                 assert acceptors[line].accepts(vocab.encode(pieces.split())), (name, line, pieces)
         assert len(stats["unconstrained_lines"]) <= 2  # only sentences whose lattice strings exceed the length limit
+        texts = list(read_lines(task.artifact_dir() / "translation.en"))
+        assert [line for line, pieces in enumerate(subwords, 1) if "<unk>" in pieces.split()] == \
+            stats["restored_lines"] and not any("<unk>" in texts[line - 1] for line in stats["restored_lines"])
     # MBR: each output is the exact argmax over the sentence's evidence space
     store = LMatrixStore(sorted(BuildLMatrix(split="newstest2016", **params).artifact_dir().glob("shard-*.npz")))
     mbr = list(read_lines(systems["MBR"].artifact_dir() / "bpe.en"))

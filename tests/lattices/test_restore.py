@@ -1,0 +1,79 @@
+"""Words back from units (lattices/restore.py) against enumeration of the word lattice's paths."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from lattices.lattice import Lattice
+from lattices.restore import WordRestorer, restore_words
+from lattices.units import TokenMapper
+from pipeline.vocab import SPECIALS, Vocabulary
+
+KNOWN = ("house", "the", "big", "red")
+#: words outside the vocabulary: each becomes <unk>, so "Meyer" and "Schulz" spell the same units
+WORDS = KNOWN + ("Meyer", "Schulz", "42")
+SYMBOLS = {1: "<s>", 2: "</s>", **{3 + k: w for k, w in enumerate(WORDS)}}
+
+
+def mapper() -> TokenMapper:
+    return TokenMapper(Vocabulary(SPECIALS + KNOWN), None)
+
+
+def random_word_lattice(rng: random.Random) -> tuple[Lattice, list[tuple[tuple[str, ...], float]]]:
+    """<s> words </s> paths (some sharing states), and every complete path's words and cost."""
+    arcs, paths, n = [], [], 2
+    arcs.append((0, 1, 1, 0.5))
+    for _ in range(rng.randint(1, 6)):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(1, 4))]
+        prev, cost = 1, 0.5
+        for w in words:
+            c = round(rng.uniform(0.0, 2.0), 3)
+            label = next(x for x, s in SYMBOLS.items() if s == w)
+            arcs.append((prev, n, label, c))
+            prev, n, cost = n, n + 1, cost + c
+        arcs.append((prev, n, 2, 0.0))
+        paths.append((tuple(words), cost))
+        n += 1
+    finals = {q: 0.0 for _, q, x, _ in arcs if x == 2}
+    return Lattice.from_arcs(n, 0, arcs, finals, SYMBOLS), paths
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_words_are_the_cheapest_path_that_spells_the_units(seed):
+    rng = random.Random(seed)
+    lattice, paths = random_word_lattice(rng)
+    m = mapper()
+    spelled = {}
+    for words, cost in paths:
+        units = tuple(u for w in words for u in m.ids(w))
+        if units not in spelled or cost < spelled[units][1]:
+            spelled[units] = (list(words), cost)
+    for units, (words, _) in spelled.items():
+        assert restore_words(lattice, m, units) == words
+    assert restore_words(lattice, m, (m.vocab.id("house"),) * 6) is None  # no path spells it
+
+
+def test_unknown_words_come_back_from_the_lattice_and_texts_without_unk_stay(tmp_path):
+    import pynini
+
+    from lattices.fst_io import symbol_table  # the lattice format's table: <eps>, <s>, </s>, words
+
+    table = symbol_table(WORDS)
+    ids = {table.find(i): i for i in range(table.num_symbols())}
+    fst = pynini.Fst()
+    fst.add_states(6)
+    fst.set_start(0)
+    for s, d, word, cost in [(0, 1, "<s>", 0.0), (1, 2, "Meyer", 1.0), (1, 2, "Schulz", 0.5), (2, 3, "big", 0.0),
+                             (3, 4, "house", 0.0), (4, 5, "</s>", 0.0)]:
+        fst.add_arc(s, pynini.Arc(ids[word], ids[word], pynini.Weight("tropical", cost), d))
+    fst.set_final(5)
+    fst.set_input_symbols(table)
+    fst.set_output_symbols(table)
+    (tmp_path / "lattices").mkdir()
+    fst.write(str(tmp_path / "lattices" / "0.fst"))
+    restorer = WordRestorer(tmp_path / "lattices", mapper())
+    texts, changed = restorer.restore([0, 0, 1], ["<unk> big house", "big house", "<unk> house"],
+                                      ["<unk> big house", "big house", "<unk> house"], " ".join)
+    assert texts == ["Schulz big house", "big house", "<unk> house"]  # the cheaper of two; line 1 has no lattice
+    assert changed == [0]
