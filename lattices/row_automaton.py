@@ -16,6 +16,7 @@ a suffix of the previous row. The automaton therefore needs, per (row, token):
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -90,12 +91,17 @@ class RowAutomaton:
             hit = self.unigram_tokens[j] == tokens
             result = np.where(hit, self.unigram_rows[j], result)
         if self.trans_rows.size:
-            keys = row_key(self.trans_rows, self.trans_tokens)
+            keys = self._trans_keys
             query = row_key(rows, tokens)
             i = np.minimum(np.searchsorted(keys, query), keys.size - 1)
             hit = keys[i] == query
             result = np.where(hit, self.trans_next[i], result)
         return result
+
+    @functools.cached_property
+    def _trans_keys(self) -> np.ndarray:
+        """[T] the sorted keys of the exceptions (computed once)."""
+        return row_key(self.trans_rows, self.trans_tokens)
 
     def next_row(self, row: int, token: int) -> int:
         return int(self.next_rows(np.asarray([row]), np.asarray([token]))[0])

@@ -48,3 +48,16 @@ def test_the_mbr_string_is_the_best_of_all_accepted_strings(seed):
 def test_nothing_accepted_gives_none():
     matrix = build_lmatrix(NgramPosteriors(((3,),), np.asarray([0.5]), 1), THETA, VOCAB)
     assert lattice_mbr(Acceptor.empty(), matrix, BOS, EOS) is None
+
+
+def test_an_unreachable_state_that_feeds_the_lattice_changes_nothing():
+    """State 3 has no way in from the start but an arc into state 2: levels stay consistent, the answer exact."""
+    acceptor = Acceptor.build(5, [(0, 3, 1), (1, 4, 2), (3, 5, 2), (2, 6, 4), (0, 7, 4)], [4])
+    ngrams = ((3,), (4,), (6,), (7,), (3, 4), (4, 6))
+    posteriors = NgramPosteriors(ngrams, np.asarray([0.9, 0.8, 0.7, 0.1, 0.8, 0.6]), 4)
+    matrix = build_lmatrix(posteriors, THETA, VOCAB)
+    post = posteriors.as_dict()
+    strings = [(3, 4, 6), (7,)]
+    result = lattice_mbr(acceptor, matrix, BOS, EOS)
+    assert result.tokens == max(strings, key=lambda s: linear_gain(s, post, THETA))
+    assert result.gain == pytest.approx(linear_gain(result.tokens, post, THETA), abs=1e-4)
