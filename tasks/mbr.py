@@ -69,6 +69,7 @@ class TuneMBR(PipelineTask):
     PBMT's p and r moved by the offsets of `[lmbr] grid_mbr_p` x `grid_mbr_r`), and every grid point's BLEU."""
 
     stage = "mbr-tuning"
+    version = 2  # 2: outputs with <unk> take their words from the lattice before they are scored
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, n = self.config.splits.tune, self.profile_config.lmbr.tune_sentences

@@ -117,6 +117,7 @@ class TuneRescoring(PipelineTask):
     lambda, p, r, alpha and gain form when L is added, and lambda 1 without."""
 
     stage = "rescoring-tuning"
+    version = 2  # 2: outputs with <unk> take their words from the lattice before they are scored
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that rescores the lattices")
     lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat)")
