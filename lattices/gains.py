@@ -122,6 +122,15 @@ class GainBatch:
         scores.view(-1).index_add_(0, flat, -self.gains[ids[r, k]].to(scores.dtype))
         return scores
 
+    def positive_totals(self) -> torch.Tensor:
+        """[S] the sum of each sentence's positive gains."""
+        sentences = self.offsets.numel() - 1
+        if self.gains.numel() == 0:
+            return torch.zeros(sentences, dtype=self.gains.dtype, device=self.offsets.device)
+        owner = self.sentence_of_ngram(torch.arange(self.gains.numel(), device=self.offsets.device))
+        return torch.zeros(sentences, dtype=self.gains.dtype, device=self.offsets.device).index_add_(
+            0, owner, self.gains.clamp(min=0))
+
     def sentence_of_ngram(self, ids: torch.Tensor) -> torch.Tensor:
         """[...] n-gram ids (>= 0) -> the batch index of their sentence."""
         return torch.searchsorted(self.offsets, ids, right=True) - 1

@@ -262,12 +262,14 @@ class DecodeLNMT(DecodeNMT):
     """LNMT: the FNMT ensemble with LMBR (the L matrices of the split's PBMT lattices)."""
 
     system, models, lmbr = "LNMT", "FNMT", True
+    version = 2  # 2: under bounded gains the search goes on while a live row can still beat the finished ones
 
 
 class DecodeLTNMT(DecodeNMT):
     """LTNMT: the TNMT model with LMBR."""
 
     system, models, lmbr = "LTNMT", "TNMT", True
+    version = 2  # 2: under bounded gains the search goes on while a live row can still beat the finished ones
 
 
 class DecodeFNMTLattice(DecodeNMT):
@@ -281,7 +283,7 @@ class DecodeLNMTLattice(DecodeNMT):
     """LNMT-lat: LNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LNMT-lat", "FNMT", True, True
-    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice
+    version = 3  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop
 
 
 class DecodeTNMTLattice(DecodeNMT):
@@ -295,4 +297,4 @@ class DecodeLTNMTLattice(DecodeNMT):
     """LTNMT-lat: LTNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LTNMT-lat", "TNMT", True, True
-    version = 2  # 2: mu x the lattice's score; words of <unk> outputs from the lattice
+    version = 3  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop

@@ -1,7 +1,7 @@
 """Tuning on the tuning set by the profile's grids (pipeline/decode/lmbr_tuning.py).
 
-- TuneLMBR: lambda, p, r, alpha and the gain form of LMBR decoding. DecodeLNMT / DecodeLTNMT then use the chosen
-  lambda and theta, and the L of the chosen alpha.
+- TuneLMBR: lambda, alpha and the gain form of LMBR decoding, then p and r at their best (tune_lmbr_in_stages).
+  DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha.
 - TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
   lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings).
 """
@@ -18,8 +18,8 @@ from lattices.lmatrix import LMatrixStore
 from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, lmbr_grid, rescoring_grid,
-                                         tune_lmbr)
+from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, rescoring_grid, tune_lmbr,
+                                         tune_lmbr_in_stages)
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json
@@ -42,6 +42,7 @@ class TuneLMBR(PipelineTask):
     set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
     stage = "lmbr-tuning"
+    version = 2  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
 
@@ -75,8 +76,6 @@ class TuneLMBR(PipelineTask):
         stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                   for alpha, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
-        grid = lmbr_grid(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r, tuple(stores),
-                         lmbr.gain_forms())
 
         def translate(point) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
@@ -89,7 +88,9 @@ class TuneLMBR(PipelineTask):
                                    batch_sentences=decode.batch_sentences, sort=decode.sort,
                                    hook_factory=factory).text
 
-        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
+        best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
+                                            tuple(stores), lmbr.gain_forms(), translate,
+                                            lambda hyps: corpus_bleu(hyps, references, target).score)
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
@@ -117,7 +118,7 @@ class TuneRescoring(PipelineTask):
     lambda, p, r, alpha and gain form when L is added, and lambda 1 without."""
 
     stage = "rescoring-tuning"
-    version = 2  # 2: outputs with <unk> take their words from the lattice before they are scored
+    version = 3  # 2: outputs with <unk> take their words from the lattice before they are scored; 3: bounded stop
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that rescores the lattices")
     lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat)")

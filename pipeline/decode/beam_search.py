@@ -16,6 +16,12 @@ src [N, S] int64 (each source ends in EOS, padded after src_lengths [N]); max_le
     6. sentences with B finished hypotheses or no live row are done: their rows are already gone from the index,
        and their per-sentence data leave the batch (hook.select_sentences)
 
+Step 6 is Algorithm 1's stop, right when scores only fall as hypotheses grow. A hook whose scores can rise (LMBR
+with bounded gains) gives its headroom instead (hooks.py): an upper bound on what each row can still gain. Then a
+sentence ends when no live candidate can reach its n-th best finished score (score before the step + headroom),
+whatever the number finished; otherwise B early EOS candidates would end it while a longer hypothesis that would
+collect more of L's n-grams is still in the beam (exact for raw scores, length_penalty 0).
+
 At step t == max_lengths[n] only EOS can follow (as in greedy decoding), so every hypothesis of sentence n ends by
 then; the n-best list is F_s re-ranked (finalize.py), or the backoff stack when F_s is empty (an EOS that never made
 the top B, e.g. when a hook forbids EOS at the limit). No token other than EOS is masked (BOS, PAD and UNK are
@@ -112,6 +118,7 @@ class BeamBatch:
         self.history = torch.zeros((n, 0), dtype=torch.long, device=device)  # [R, t] the rows' tokens
         self.prev = torch.full((n,), model.bos_id, dtype=torch.long, device=device)
         self.count = torch.zeros(n, dtype=torch.long, device=device)         # [N] |F_s|
+        self.nth_best = torch.full((n,), NEG_INF, device=device)             # [N] (kept with a hook's headroom)
         self.finished = [FinishedSet() for _ in range(n)]                   # by batch position
         self.backoff = BackoffStack(n, settings.nbest, int(self.limits.max()), device)
         self.first_limit = int(self.limits.min())      # no row is at its limit before this step
@@ -140,6 +147,7 @@ class BeamBatch:
         self.history = torch.cat([self.history, other.history])
         self.prev = torch.cat([self.prev, other.prev])
         self.count = torch.cat([self.count, other.count])
+        self.nth_best = torch.cat([self.nth_best, other.nth_best])
         self.limits = torch.cat([self.limits, other.limits])
         self.backoff.merge(other.backoff)
         self.sentence += [self.size + s for s in other.sentence]
@@ -154,6 +162,7 @@ class BeamBatch:
         model, settings, hook = self.model, self.settings, self.hook
         device = self.scores.device
         active, beam, vocab, eos, t = len(self.sentence), settings.beam, model.tgt_vocab_size, model.eos_id, self.t
+        headroom = hook.headroom()                                          # [R] or None
         log_probs, self.state = model.step(self.state, self.prev)
         if settings.weight != 1.0:
             log_probs = log_probs * settings.weight
@@ -172,19 +181,10 @@ class BeamBatch:
             slot_row = slot_rows(self.row_slot, active * beam).view(active, beam)
         origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
         is_eos = top.tokens == eos
-        done = None
-        usual = not bool((is_eos | (top.scores == NEG_INF)).any())
-        if usual:
-            # the usual step: all N*B candidates live on, nothing finishes
-            if self.need_backoff:
-                self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
-                                   self.history)
-            index, tokens, scores = origin_row.view(-1), top.tokens.view(-1), top.scores.view(-1)
-            new_slot = torch.arange(active * beam, device=device)
-        else:
-            alive = top.alive
-            done_eos = alive & is_eos
-            live = alive & ~is_eos
+        finishing = bool((is_eos | (top.scores == NEG_INF)).any())
+        live = top.alive & ~is_eos if finishing else None                   # [N, B]; None: every candidate
+        if finishing:
+            done_eos = top.alive & is_eos
             if bool(done_eos.any()):
                 where = done_eos.nonzero().tolist()
                 rows = origin_row[done_eos]
@@ -192,18 +192,26 @@ class BeamBatch:
                 for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
                     self.finished[self.sentence[s]].add(score, tuple(prefix))
                 self.count += done_eos.sum(dim=1)
+                if headroom is not None:
+                    self._update_nth_best(sorted({s for s, _ in where}))
                 if self.need_backoff:
                     eos_candidates.index_fill_(0, rows, NEG_INF)            # these EOS candidates survived
-            if self.need_backoff:  # (only a sentence whose F_s stays empty ever reads its stack)
-                self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
-                                   self.history)
-                self.need_backoff = bool((self.count == 0).any())
-            done = (self.count >= beam) | ~live.any(dim=1)                  # [N]
-            go_on = live & ~done[:, None]
-            new_slot = go_on.view(-1).nonzero().squeeze(1)                  # [R'] ascending
+        if self.need_backoff:  # (only a sentence whose F_s stays empty ever reads its stack)
+            self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
+                               self.history)
+            self.need_backoff = bool((self.count == 0).any())
+        done = self._done(live, origin_row, headroom)                      # [N] or None: nobody ends
+        if done is None:
+            # the usual step: all N*B candidates live on, nothing finishes
+            index, tokens, scores = origin_row.view(-1), top.tokens.view(-1), top.scores.view(-1)
+            new_slot = torch.arange(active * beam, device=device)
+        else:
+            go_on = (~done)[:, None].expand(active, beam) if live is None else live & ~done[:, None]
+            new_slot = go_on.reshape(-1).nonzero().squeeze(1)               # [R'] ascending
             index = origin_row.view(-1).index_select(0, new_slot)
             tokens = top.tokens.view(-1).index_select(0, new_slot)
             scores = top.scores.view(-1).index_select(0, new_slot)
+        usual = live is None and done is None
         self.scores = scores
         self.history = torch.cat([self.history.index_select(0, index), tokens[:, None]], dim=1)
         # full before and after, in the same sentence blocks: the rows' sources are unchanged
@@ -223,6 +231,7 @@ class BeamBatch:
             new_slot = renumber[new_slot // beam] * beam + new_slot % beam
             self.sentence = [self.sentence[s] for s, is_done in enumerate(done_list) if not is_done]
             self.limits, self.count = self.limits.index_select(0, keep), self.count.index_select(0, keep)
+            self.nth_best = self.nth_best.index_select(0, keep)
             self.backoff.select(keep)
             if self.sentence:
                 hook.select_sentences(keep)
@@ -231,6 +240,27 @@ class BeamBatch:
         self.row_slot = new_slot
         self.t += 1
         return ended
+
+    def _done(self, live: Tensor | None, origin_row: Tensor, headroom: Tensor | None) -> Tensor | None:
+        """[N] the sentences this step ends (None: none). Algorithm 1 (headroom None): B finished hypotheses, or no
+        live candidate. With the hook's bound, instead: no live candidate can still reach the sentence's n-th best
+        finished score (its score before the step plus the hook's headroom bounds every continuation)."""
+        if headroom is None:
+            if live is None:
+                return None
+            return (self.count >= self.settings.beam) | ~live.any(dim=1)
+        reach = (self.scores + headroom)[origin_row.clamp(min=0)]                 # [N, B]
+        if live is not None:
+            reach = reach.masked_fill(~live, NEG_INF)
+        done = reach.max(dim=1).values <= self.nth_best
+        return done if live is not None or bool(done.any()) else None
+
+    def _update_nth_best(self, positions: list[int]) -> None:
+        """nth_best [N] of the given active sentences: their n-th best finished score (raw; -inf: fewer)."""
+        n = self.settings.nbest
+        for s in positions:
+            scores = sorted((score for score, _ in self.finished[self.sentence[s]].entries), reverse=True)
+            self.nth_best[s] = scores[n - 1] if len(scores) >= n else NEG_INF
 
 
 def _choose(finished: FinishedSet, backoff: BackoffStack, position: int,

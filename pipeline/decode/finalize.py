@@ -6,7 +6,8 @@ candidates). EOS candidates that are *not* among the top B go to a per-sentence 
 of them; if F_s is still empty when the sentence stops, its hypotheses come from the stack instead.
 
 A sentence stops when F_s holds B hypotheses or when it has no live hypothesis left (at its length limit only EOS
-can be chosen, so every live hypothesis finishes there). The n-best list is F_s ranked by
+can be chosen, so every live hypothesis finishes there); with a hook that bounds its gains, when no live hypothesis
+can beat F_s any more (beam_search.py). The n-best list is F_s ranked by
 score / length^alpha (alpha = length_penalty; 0 ranks by the raw log-probability sum), length counting EOS.
 """
 from __future__ import annotations

@@ -15,6 +15,10 @@ The contract, per time step t of one sentence batch, with R live hypotheses ("ro
                                                       where some sentence finished, after reorder and advance
     hook.merge(other)                                 streaming refill: another batch's hook at the same step; its
                                                       rows and sentences follow this hook's
+    hook.headroom()                                   [R] or None, at the start of a step: how much the hook can
+                                                      still add to each row; with a bound, a sentence stops when
+                                                      no live row can reach its n-th best finished score
+                                                      (beam_search.py); None keeps Algorithm 1's stop
 
 A hook owns its per-hypothesis state (e.g. L-matrix row ids [R]) and keeps it aligned with the rows through
 `reorder` and `advance`; `reorder` may repeat rows and never includes rows of a sentence that has just finished.
@@ -68,6 +72,12 @@ class ScoreHook:
     def merge(self, other: "ScoreHook") -> None:
         """Append the rows and sentences of `other` (a hook of the same kind, at the same step) after this one's."""
 
+    def headroom(self) -> Tensor | None:
+        """[R] an upper bound on what the hook can still add to each row's score, over all its continuations; or
+        None, which stops the search at B finished hypotheses (Algorithm 1). A hook whose scores never rise above
+        the NMT's (a mask, a cost) returns None: in a chain with a hook that gives a bound, it adds 0 to it."""
+        return None
+
 
 HookFactory = Callable[[Sequence[int], torch.device], ScoreHook]
 
@@ -103,6 +113,11 @@ class ChainHook(ScoreHook):
     def merge(self, other: ScoreHook) -> None:
         for hook, theirs in zip(self.hooks, other.hooks):
             hook.merge(theirs)
+
+    def headroom(self) -> Tensor | None:
+        """The sum of the members' bounds (None when no member gives one)."""
+        bounds = [b for b in (hook.headroom() for hook in self.hooks) if b is not None]
+        return sum(bounds[1:], bounds[0]) if bounds else None
 
 
 def chain_factories(factories: Sequence[HookFactory | None]) -> HookFactory | None:

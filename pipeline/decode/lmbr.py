@@ -100,6 +100,22 @@ class BoundedLmbrHook(LmbrHook):
         self.gains = GainBatch(self.ngram_gains, batch.row_offsets, batch.base.dtype)
         self.earned = torch.full((self.rows.numel(), 0), -1, dtype=torch.long, device=batch.device)  # [R, K]
         # [BOS] is the history of every hypothesis, not a token it produced: n-grams ending in it earn nothing
+        self.total = self._total_gains()  # [S]
+
+    def _total_gains(self) -> Tensor:
+        """[S] per batch sentence, the most its hypotheses can earn: the sum of its positive gains (inf when
+        Theta_0 > 0, where every token adds a positive score)."""
+        open_ended = torch.as_tensor([m.theta[0] > 0 for m in self.batch.matrices], device=self.batch.device)
+        return self.gains.positive_totals().masked_fill(open_ended, float("inf"))
+
+    def headroom(self) -> Tensor:
+        """[R]: the positive gains of each row's sentence that the row has not earned yet. Every step also adds
+        Theta_0 <= 0 and the NMT's lambda * log P <= 0, so no continuation of a row can add more."""
+        left = self.total.index_select(0, self.batch.row_sentence[self.rows])
+        if self.earned.shape[1]:
+            earned = self.gains.gains[self.earned.clamp(min=0)].clamp(min=0).masked_fill(self.earned < 0, 0)
+            left = left - earned.sum(1).to(left.dtype)
+        return left
 
     def scores(self, log_probs: Tensor, t: int) -> Tensor:
         return self.gains.subtract_earned(super().scores(log_probs, t), self.rows, self.earned)
@@ -135,6 +151,7 @@ class BoundedLmbrHook(LmbrHook):
         self.ngram_gains = gains
         self.gains = GainBatch(gains, self.batch.row_offsets, self.batch.base.dtype)
         self.earned = torch.cat(earned)
+        self.total = self._total_gains()
 
 
 def lmbr_hook_factory(store: MatrixSource, bos_id: int, sentence_ids: Sequence[int] | None = None,

@@ -2,10 +2,14 @@
 sections 1-3), and for lattice rescoring the weight of the lattice's own cost (:class:`RescoringPoint`).
 
 p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid moves them by fixed offsets (kept in
-(0, 1]) and tries each with every lambda and every path scale alpha. Each point decodes the tuning sentences with
-the L of its alpha's posteriors re-weighted by its theta (within one alpha the posteriors are kept, only theta
-changes: LMatrix.with_theta) and is scored by the caller's BLEU. The best point wins; ties go to the earlier point
-in grid order (lambdas, then p, then r, then alpha, then gain forms, as given).
+(0, 1]). Each point decodes the tuning sentences with the L of its alpha's posteriors re-weighted by its theta
+(within one alpha the posteriors are kept, only theta changes: LMatrix.with_theta) and is scored by the caller's
+BLEU. The best point wins; ties go to the earlier point in grid order (lambdas, then p, then r, then alpha, then
+gain forms, as given).
+
+:func:`tune_lmbr_in_stages` searches coordinate-wise, as TuneLMBR does: every lambda x alpha x gain form at the
+PBMT's p and r, then every p and r offset at the best of those (len(lambdas) * len(alphas) * len(gains) +
+len(p_offsets) * len(r_offsets) decodings instead of their product).
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from typing import Callable, Sequence
 from lattices.lmatrix import LMatrix
 from lattices.theta import Theta
 
-__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "lmbr_grid", "rescoring_grid", "tune_lmbr"]
+__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "lmbr_grid", "rescoring_grid", "tune_lmbr",
+           "tune_lmbr_in_stages"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +89,19 @@ def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]
         if value > best_score:
             best, best_score = point, value
     return best, results
+
+
+def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
+                        r_offsets: Sequence[float], alphas: Sequence[float], gains: Sequence[str],
+                        decode: Callable[[GridPoint], list[str]], score: Callable[[list[str]], float],
+                        log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
+    """Stage 1: lambda x alpha x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best (its
+    point is not decoded again). Returns the best point of both stages and every decoded point's result, in order."""
+    first, results = tune_lmbr(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains), decode, score, log)
+    second = [point for point in lmbr_grid(p0, r0, [first.nmt_lambda], p_offsets, r_offsets, [first.alpha],
+                                           [first.gains]) if point != first]
+    if not second:
+        return first, results
+    first_bleu = max(r["bleu"] for r in results)
+    best, more = tune_lmbr(second, decode, score, log)
+    return (best if max(r["bleu"] for r in more) > first_bleu else first), results + more

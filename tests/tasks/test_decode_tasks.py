@@ -14,7 +14,7 @@ from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
 from lattices.lmatrix import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid
+from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore, lmbr_grid
 from pipeline.nmt.system import load_system
 from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem
 from tasks.decode import DecodeLNMT, DecodeLTNMT
@@ -158,10 +158,13 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     tuning = lnmt.requires()["tuning"]
     record = json.loads((tuning.artifact_dir() / "lmbr.json").read_text())
     grid = record["grid"]
-    start = record["start"]  # 2 lambdas x 2 p offsets x 1 r x 2 alphas x 2 gain forms
+    start = record["start"]  # stage 1: 2 lambdas x 2 alphas x 2 gain forms; stage 2: p - 0.5 at stage 1's best
     gains = ("per_step", "bounded")
-    assert len(grid) == len(lmbr_grid(start["p"], start["r"], [0.001, 1.0], [-0.5, 0.0], [0.0], [1.0, 0.5],
-                                      gains)) == 16
+    first = lmbr_grid(start["p"], start["r"], [0.001, 1.0], [0.0], [0.0], [1.0, 0.5], gains)
+    assert [GridPoint(**{k: v for k, v in point.items() if k != "bleu"}) for point in grid[:8]] == first
+    stage_one = max(grid[:8], key=lambda point: point["bleu"])
+    assert len(grid) == 9 and {**grid[8], "p": 0, "bleu": 0} == {**stage_one, "p": 0, "bleu": 0}
+    assert grid[8]["p"] == pytest.approx(start["p"] - 0.5)
     assert record["sentences"] == 20 and {point["alpha"] for point in grid} == {0.5, 1.0}
     assert {point["gains"] for point in grid} == set(gains)
     best = max(grid, key=lambda point: point["bleu"])

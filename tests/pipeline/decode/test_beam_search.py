@@ -285,3 +285,34 @@ def test_cuda_decodes_like_the_cpu(real_model):
     gpu = decode_sources(real_model.to("cuda"), sources, settings, batch_sentences=3)
     real_model.to("cpu")
     assert tokens_of(gpu) == tokens_of(cpu)
+
+
+
+class ZeroHeadroom(ScoreHook):
+    """Pure NMT, with the bound that its scores never rise: the search may stop once no live row beats F_s."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def reorder(self, index):
+        self.rows = index.numel()
+
+    def headroom(self):
+        return torch.zeros(self.rows)
+
+
+def test_a_bound_stop_ends_sentences_once_no_live_row_can_beat_the_finished_ones():
+    """Scores only fall, so with a zero headroom a sentence may end on a step where nothing finishes; its best is
+    never worse than Algorithm 1's, and with a beam holding every prefix it is the exhaustive best."""
+    model = PrefixModel(vocab=6, seed=4, eos_bias=-1.0)  # (seed 4: five sentences end on such a step)
+    sources = random_sources(10, seed=3, vocab=9)
+    factory = lambda sentences, device: ZeroHeadroom(len(sentences))  # noqa: E731
+    for beam, limit in ((2, 6), (6 ** 3, 3)):
+        settings = SearchSettings(beam=beam, max_length_a=0.0, max_length_b=limit)
+        bound = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=factory)
+        paper = decode_sources(model, sources, settings, batch_sentences=4)
+        assert all(b[0].score >= p[0].score - 1e-6 for b, p in zip(bound, paper))
+        if beam > 2:
+            for source, hyps in zip(sources, bound):
+                best = exhaustive(model.scorer(source), 6, limit)[0]
+                assert hyps[0].tokens == best[1] and hyps[0].score == pytest.approx(best[0], abs=1e-5)

@@ -1,4 +1,5 @@
 """LMBR decoding: L added per step, against pure NMT, a one-path lattice and a slow per-hypothesis oracle."""
+import itertools
 import random
 
 import pytest
@@ -162,3 +163,58 @@ def test_bounded_gains_give_the_same_outputs_alone_in_batches_sorted_and_streami
 def test_an_unknown_gain_form_is_refused():
     with pytest.raises(ValueError, match="gains must be one of per_step, bounded"):
         lmbr_hook_factory(Store({}), BOS, gains="once")
+
+
+def test_bounded_headroom_is_the_positive_gain_a_row_has_not_earned_and_bounds_every_continuation():
+    """headroom() after a prefix equals the sum of the positive Theta_n p(u) of the n-grams u the prefix has not
+    earned; every continuation of up to 3 tokens (EOS last or not) adds at most that much."""
+    rng = random.Random(11)
+    lattices = [random_lattice(rng) for _ in range(2)]
+    store = Store(matrices_for(lattices))
+    for s, lattice in enumerate(lattices):
+        posteriors = ngram_posteriors(lattice, 4, 1.0, "tropical").as_dict()
+        bonus = bounded_bonus(posteriors, THETA)
+        total = sum(max(0.0, THETA.values[len(u)] * p) for u, p in posteriors.items())
+        for prefix in [(), (3,), (4, 5), (5, 5, 3)]:
+            hook = lmbr_hook_factory(store, BOS, sentence_ids=[s], gains="bounded")([0], torch.device("cpu"))
+            for token in prefix:
+                hook.advance(torch.tensor([token]))
+            earned = {(BOS, *prefix)[i:j + 1] for j in range(1, len(prefix) + 1) for i in range(max(0, j - 3), j + 1)}
+            expected = total - sum(max(0.0, THETA.values[len(u)] * posteriors.get(u, 0.0)) for u in earned)
+            assert float(hook.headroom()[0]) == pytest.approx(expected, abs=1e-5)
+            for length in range(1, 4):
+                for tail in itertools.product(range(VOCAB), repeat=length):
+                    added = sum(bonus((*prefix, *tail[:k]), tail[k]) for k in range(length))
+                    assert added <= float(hook.headroom()[0]) + 1e-5
+
+
+class Algorithm1Stop:
+    """A hook factory whose hooks keep their scores but offer no bound: the search stops at B finished."""
+
+    def __init__(self, factory):
+        self.factory = factory
+
+    def __call__(self, sentences, device):
+        hook = self.factory(sentences, device)
+        hook.headroom = lambda: None
+        return hook
+
+
+def test_bounded_gains_search_on_past_b_finished_while_a_live_row_can_still_win():
+    """Scores rise under L, so B finished hypotheses do not end a sentence while a live row plus its headroom
+    could beat them. The search runs the same steps as Algorithm 1 and more, so its best score is never lower; here
+    it is higher for some sentences, and with a beam wide enough to hold everything both equal the exhaustive best."""
+    model = PrefixModel(vocab=VOCAB, seed=3, eos_bias=1.0)  # EOS is cheap: B hypotheses finish early
+    rng = random.Random(8)
+    sources = random_sources(12, seed=2, vocab=9)
+    store = Store(matrices_for([random_lattice(rng) for _ in range(12)]))
+    factory = lmbr_hook_factory(store, BOS, gains="bounded")
+    settings = SearchSettings(beam=2, weight=0.05, max_length_a=0.0, max_length_b=6)
+    bound = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=factory)
+    paper = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=Algorithm1Stop(factory))
+    gains = [b[0].score - p[0].score for b, p in zip(bound, paper)]
+    assert min(gains) >= -1e-5
+    assert max(gains) > 0.1
+    streamed = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=factory, streaming=True,
+                              refill=0.5)
+    assert [h[0].tokens for h in streamed] == [h[0].tokens for h in bound]
