@@ -17,11 +17,13 @@ import luigi.configuration
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline import config as configs
+from pipeline.deploy.system import KINDS
 from pipeline.errors import PipelineError
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
+from tasks.export import ExportSystem, copy_export
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
-from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES
+from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
 log = logging.getLogger("reproduce-table")
 
 
@@ -48,6 +50,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "worker, else the machine's cores divided among the workers)")
     p.add_argument("--scheduler-host", help="central luigid host (default: a local scheduler in this process)")
     p.add_argument("--scheduler-port", type=int, default=8082, help="central luigid port")
+    p.add_argument("--export", metavar="DIR",
+                   help="also export every chosen system of every task (and Table 2 variant) into DIR/<task>/<system>"
+                        "[-<variant>]/, for `lmbr translate --system` and `lmbr serve` (MBR is not exported)")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
     return p.parse_args(argv)
 
@@ -146,6 +151,20 @@ def run(args: argparse.Namespace) -> int:
         print(result.summary_text, file=sys.stderr)
         print(f"reproduce-table: the run did not complete ({result.status.name}); rerun to resume", file=sys.stderr)
         return 1
+
+    if args.export:
+        exports = [ExportSystem(task_name=r.task_name, system=system, split=r.eval_split(), variant=variant, **shared)
+                   for r in reports for system in systems if system in KINDS
+                   for variant in ("", *(v for v in r.variants if system in VARIANT_SYSTEMS))]
+        result = luigi.build(exports, workers=args.workers, detailed_summary=True,
+                             log_level="INFO" if args.verbose else "WARNING", **scheduler)
+        if not all(task.complete() for task in exports):
+            print(result.summary_text, file=sys.stderr)
+            print("reproduce-table: the export did not complete; rerun to resume", file=sys.stderr)
+            return 1
+        for task in exports:
+            name = f"{task.system}-{task.variant}" if task.variant else task.system
+            print(f"exported {copy_export(task.folder(), Path(args.export) / task.task_name / name)}")
 
     records = [record for report in reports for record in report.records()]
     data_rows = [report.data_row() for report in reports]

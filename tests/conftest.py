@@ -79,3 +79,35 @@ def slurm_cluster(tmp_path_factory) -> Path:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = previous
+
+
+@pytest.fixture(scope="session")
+def exported_systems(tmp_path_factory):
+    """Every exportable system of a small de-en pipeline (tuned, small grids), exported once for the session:
+    ({system: ExportSystem task}, the raw source lines of its split newstest2016)."""
+    import re
+
+    from luigi.execution_summary import LuigiStatusCode
+
+    from pipeline.deploy.system import KINDS
+    from pipeline.io import read_lines
+    from tasks.data import TokenizeSplit
+    from tasks.export import ExportSystem
+    from tests.tasks.helpers import build, shared_params
+    from tests.tasks.test_decode_tasks import deterministic_configs
+
+    tmp_path = tmp_path_factory.mktemp("export")
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=9)
+    configs = deterministic_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    text = profile.read_text()
+    for key, value in (("tune_sentences", "10"), ("grid_lambda", "[0.01, 0.25]"), ("grid_p", "[-0.2, 0.0]"),
+                       ("grid_r", "[0.0]"), ("grid_lattice_weight", "[0.0, 10.0]")):
+        text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
+    profile.write_text(text)
+    params = shared_params(tmp_path, data, config_dir=configs)
+    exports = {name: ExportSystem(system=name, split="newstest2016", **params) for name in KINDS}
+    assert build(*exports.values()).status == LuigiStatusCode.SUCCESS
+    raw = list(read_lines(TokenizeSplit(split="newstest2016", **params).artifact_dir() / "raw.de.gz"))
+    return exports, raw

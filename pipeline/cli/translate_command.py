@@ -1,4 +1,5 @@
-"""`lmbr translate MODEL...`: translate a file with a trained NMT model or ensemble (batched beam search).
+"""`lmbr translate --system DIR` or `lmbr translate MODEL...`: translate a file with an exported system (any row of
+Table 1: raw text through its whole chain, pipeline/deploy) or with a trained NMT model or ensemble.
 
 MODEL: checkpoint files (several: an ensemble), a system.json (NMTSystem), or an artifact folder of the NMT tasks
 (NMTSystem, AverageCheckpoints, TrainNMT). Input is raw text, preprocessed like the task's data (tokenizer of
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from pipeline import config as configs
 from pipeline.config import GAIN_FORMS
@@ -31,13 +33,19 @@ def _positive(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("translate", help="translate text with an NMT model or ensemble (batched beam search)")
-    p.add_argument("models", nargs="+", help="checkpoint files, system.json, or NMT artifact folders (one ensemble)")
+    p = subparsers.add_parser("translate", help="translate text with an exported system (--system) or an NMT model "
+                                                "or ensemble (batched beam search)")
+    p.add_argument("models", nargs="*", help="checkpoint files, system.json, or NMT artifact folders (one ensemble)")
+    p.add_argument("--system", help="an exported system folder (ExportSystem, reproduce-table --export): raw text "
+                                    "through its whole chain; the other options but -i, -o, --timings, --device, "
+                                    "--threads and --batch-lines do not apply")
+    p.add_argument("--batch-lines", type=_positive, default=64,
+                   help="--system: input lines per batch of the chain (memory is bounded by it)")
     p.add_argument("-i", "--input", default="-", help="input text, one segment a line (.gz allowed; - : stdin)")
     p.add_argument("-o", "--output", default="-", help="detokenized translation (- : stdout)")
     p.add_argument("--bpe-output", help="also write the BPE subwords of the output here")
     p.add_argument("--timings", help="write the timings (words per minute, seconds, peak memory) as JSON here")
-    p.add_argument("--task", required=True, help="task config (e.g. ger-eng): languages and tokenizers")
+    p.add_argument("--task", help="task config (e.g. ger-eng): languages and tokenizers (required without --system)")
     p.add_argument("--bpe-codes", help="source BPE codes (LearnBPE's codes.<source>); not with --bpe-input")
     p.add_argument("--truecaser-dir", help="folder of truecase.<lang>.json (TrainTruecaser), for cased languages")
     p.add_argument("--bpe-input", action="store_true", help="the input is already BPE subwords")
@@ -100,8 +108,71 @@ def _stdin_lines() -> list[str]:
     return lines[:-1] if text.endswith("\n") or not text else lines
 
 
+def _input_lines(path: str) -> Iterator[str]:
+    """The input's lines, read as they are needed (stdin or a file)."""
+    from pipeline.io import read_lines
+
+    if path != "-":
+        yield from read_lines(Path(path))
+        return
+    for line in sys.stdin:
+        yield line[:-1] if line.endswith("\n") else line
+
+
+def run_system(args: argparse.Namespace) -> int:
+    """`--system DIR`: raw text through the exported system's chain, batch by batch."""
+    import time
+
+    import torch
+
+    from pipeline.deploy.system import load_system
+    from pipeline.deploy.translator import Translator
+    from pipeline.io import write_json, write_lines
+
+    if args.models:
+        raise DataError("give an exported system (--system) or models, not both")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    translator = Translator(load_system(Path(args.system)), batch_lines=args.batch_lines, device=args.device)
+    loaded = time.perf_counter()
+    counted = {"lines": 0, "words": 0}
+
+    def inputs() -> Iterator[str]:
+        for line in _input_lines(args.input):
+            counted["lines"] += 1
+            counted["words"] += len(line.split())
+            yield line
+
+    try:
+        if args.output == "-":
+            for text in translator.translate(inputs()):
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+        else:
+            write_lines(Path(args.output), translator.translate(inputs()))
+    except DataError as e:
+        raise DataError(f"{'stdin' if args.input == '-' else args.input}: {e}") from None
+    seconds = time.perf_counter() - loaded
+    stats = {"system": translator.system.name, "sentences": counted["lines"], "source_words": counted["words"],
+             "load_seconds": round(loaded - started, 3), "seconds": round(seconds, 3),
+             "words_per_minute": round(60 * counted["words"] / max(seconds, 1e-9), 1),
+             "timings": {phase: round(value, 3) for phase, value in translator.timings.items()}}
+    if args.timings:
+        write_json(Path(args.timings), stats)
+    print(f"lmbr translate: {translator.system.name}: {stats['sentences']} lines, {stats['source_words']} words in "
+          f"{seconds:.2f} s ({stats['words_per_minute']:.0f} words/minute; "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in stats["timings"].items()) + ")", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
+
+    if args.system:
+        return run_system(args)
+    if not args.models or not args.task:
+        raise DataError("give an exported system (--system DIR), or models and --task")
 
     from pipeline.decode.beam_search import SearchSettings
     from pipeline.decode.translate import format_nbest, load_models, translate_lines

@@ -55,3 +55,19 @@ def test_missing_test_split_fails_with_the_places_looked(tmp_path, data_dir, cap
     err = capsys.readouterr().err
     assert "split de-en/test" in err and str(data_dir / "de-en") in err and "offline" in err
     assert not (tmp_path / "out").exists()
+
+
+
+def test_export_writes_one_verified_folder_per_system(tmp_path, data_dir, capsys):
+    from pipeline.deploy.system import load_system
+    from pipeline.deploy.translator import Translator
+    from pipeline.io import read_lines
+
+    exported = tmp_path / "systems"
+    assert run(tmp_path, data_dir, "--export", str(exported), systems="PBMT") == 0
+    system = load_system(exported / "ger-eng" / "PBMT")
+    assert system.name == "PBMT" and system.manifest["exported_from"]["split"] == "newstest2016"
+    assert f"exported {exported / 'ger-eng' / 'PBMT'}" in capsys.readouterr().out
+    sources = list(read_lines(next(data_dir.glob("*/newstest2016.de*"))))
+    [pbmt] = (tmp_path / "work" / "tiny" / "ger-eng" / "pbmt").glob("newstest2016-*/translation.en")
+    assert list(Translator(system).translate(sources)) == list(read_lines(pbmt))

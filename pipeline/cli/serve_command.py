@@ -1,0 +1,64 @@
+"""`lmbr serve --system DIR`: an exported system as an HTTP translation service (pipeline/deploy/server.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="serve an exported system over HTTP (LibreTranslate's /translate API)")
+    p.add_argument("--system", required=True, help="an exported system folder (ExportSystem, reproduce-table "
+                                                   "--export)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0: any free port, printed)")
+    p.add_argument("--pool-sentences", type=_positive,
+                   help="sentences decoded together across requests (default: the system's batch_sentences)")
+    p.add_argument("--max-queue", type=_positive, default=256,
+                   help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
+    p.add_argument("--max-chars", type=_positive, default=5000, help="characters per request (413 past it)")
+    p.add_argument("--max-lines", type=_positive, default=100, help="lines per request (413 past it)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
+    p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    import socket
+
+    import torch
+    import uvicorn
+
+    from pipeline.deploy.server import ServerLimits, create_app
+    from pipeline.deploy.service import DecodingService
+    from pipeline.deploy.system import load_system
+    from pipeline.deploy.translator import Translator
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    translator = Translator(load_system(Path(args.system)), device=args.device)
+    decode = translator.system.settings.decode
+    service = DecodingService(translator, pool_sentences=args.pool_sentences or decode.get("batch_sentences", 16),
+                              max_queue=args.max_queue, refill=decode.get("refill", 1 / 6))
+    app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines))
+    sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    host, port = sock.getsockname()[:2]
+    print(f"lmbr serve: {translator.system.name} ({translator.system.source}-{translator.system.target}) on "
+          f"http://{host}:{port}/", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=None))
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again under the handler it found: a no-op
+    # here, so that a server stopped by SIGTERM after finishing its requests exits with status 0
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    server.run(sockets=[sock])
+    print("lmbr serve: stopped after finishing every accepted request", file=sys.stderr)
+    return 0

@@ -1,0 +1,154 @@
+"""`lmbr serve`: an exported system over HTTP (Starlette on uvicorn), in LibreTranslate's API so that its clients
+work as they are.
+
+    POST /translate   {"q": "text" | ["line", ...], "source": "de" | "auto", "target": "en"}
+                      -> {"translatedText": "..." | [...]}; errors -> {"error": "..."}
+    GET  /languages   [{"code": source, "name": ..., "targets": [target]}]
+    GET  /health      {"status": "ok", "system": ..., "queue": sentences waiting, "decoding": sentences in the pool,
+                      "in_flight": requests accepted and not answered}
+    GET  /metrics     Prometheus text: requests by status, sentences, words, queue length, latency histograms
+    GET  /            a page to try it in a browser
+
+Each line of `q` is a sentence; a request's sentences join the running decoder batch of the other requests
+(pipeline/deploy/service.py), and the event loop only awaits their future. Answers: 400 for bad JSON, a missing or
+mistyped field or another language pair (the message names the field); 413 for a request over `max_chars` or
+`max_lines`; 503 with Retry-After while the queue is full or the server is shutting down. On SIGTERM uvicorn stops
+accepting connections and waits for the requests in flight; the service then finishes what it accepted.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from pipeline.deploy.service import Closed, DecodingService, Overloaded
+from pipeline.errors import DataError
+
+__all__ = ["ServerLimits", "create_app"]
+
+PAGE = Path(__file__).with_name("page.html")
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one request may hold, and how long a client is asked to wait when the server is full."""
+
+    max_chars: int = 5000
+    max_lines: int = 100
+    retry_after_seconds: int = 1
+
+
+class _Metrics:
+    """The server's Prometheus metrics, in a registry of its own (no process-global state)."""
+
+    def __init__(self, service: DecodingService) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("lmbr_requests", "Translation requests answered, by HTTP status", ["status"],
+                                registry=self.registry)
+        self.sentences = Counter("lmbr_sentences", "Sentences translated", registry=self.registry)
+        self.words = Counter("lmbr_source_words", "Source words translated (whitespace-separated)",
+                             registry=self.registry)
+        self.latency = Histogram("lmbr_request_seconds", "Latency of answered translation requests",
+                                 buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+                                 registry=self.registry)
+        queue = Gauge("lmbr_queue_sentences", "Sentences accepted and waiting for the decoder",
+                      registry=self.registry)
+        queue.set_function(lambda: service.queue_length)
+        pool = Gauge("lmbr_decoding_sentences", "Sentences in the decoder's pool", registry=self.registry)
+        pool.set_function(lambda: service.decoding)
+        self.in_flight = Gauge("lmbr_requests_in_flight", "Requests accepted and not answered yet",
+                               registry=self.registry)
+
+
+def _error(status: int, message: str, metrics: _Metrics, headers: dict | None = None) -> JSONResponse:
+    metrics.requests.labels(str(status)).inc()
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) -> Starlette:
+    """The ASGI app of a running DecodingService (closed by the app's shutdown)."""
+    system = service.translator.system
+    source, target = system.source, system.target
+    metrics = _Metrics(service)
+
+    async def translate(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (ValueError, UnicodeDecodeError) as e:
+            return _error(400, f"the body is not valid JSON ({e})", metrics)
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object with the fields q, source and target", metrics)
+        q = body.get("q")
+        if q is None:
+            return _error(400, "missing field q: the text to translate (a string or a list of strings)", metrics)
+        single = isinstance(q, str)
+        if not single and not (isinstance(q, list) and all(isinstance(x, str) for x in q)):
+            return _error(400, "field q must be a string or a list of strings", metrics)
+        for field, expected, allowed in (("source", source, (source, "auto")), ("target", target, (target,))):
+            value = body.get(field)
+            if value is None:
+                return _error(400, f"missing field {field}: this server translates {source} to {target}", metrics)
+            if value not in allowed:
+                return _error(400, f"field {field}: this server translates {source} to {target}, not "
+                                   f"{value!r} (give {expected!r})", metrics)
+        lines = q.split("\n") if single else list(q)
+        chars = sum(len(line) for line in lines)
+        if chars > limits.max_chars:
+            return _error(413, f"field q: {chars} characters, over the limit of {limits.max_chars}", metrics)
+        if len(lines) > limits.max_lines:
+            return _error(413, f"field q: {len(lines)} lines, over the limit of {limits.max_lines}", metrics)
+        try:
+            future = service.submit(lines)
+        except (Overloaded, Closed) as e:
+            return _error(503, f"the server is busy ({e}): retry later", metrics,
+                          {"Retry-After": str(limits.retry_after_seconds)})
+        metrics.in_flight.inc()
+        try:
+            texts = await asyncio.wrap_future(future)
+        except DataError as e:
+            return _error(400, f"field q: {e}", metrics)
+        finally:
+            metrics.in_flight.dec()
+        metrics.requests.labels("200").inc()
+        metrics.sentences.inc(len(lines))
+        metrics.words.inc(sum(len(line.split()) for line in lines))
+        metrics.latency.observe(time.perf_counter() - started)
+        return JSONResponse({"translatedText": "\n".join(texts) if single else texts})
+
+    async def languages(request: Request) -> Response:
+        return JSONResponse([{"code": source, "name": source, "targets": [target]}])
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "system": system.name, "task": system.manifest["task"],
+                             "source": source, "target": target, "queue": service.queue_length,
+                             "decoding": service.decoding, "in_flight": int(metrics.in_flight._value.get())})
+
+    async def metrics_page(request: Request) -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def page(request: Request) -> Response:
+        html = PAGE.read_text(encoding="utf-8")
+        return HTMLResponse(html.replace("{{system}}", system.name).replace("{{source}}", source)
+                            .replace("{{target}}", target))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        yield
+        await asyncio.get_running_loop().run_in_executor(None, service.close)  # finish what was accepted
+
+    return Starlette(routes=[Route("/translate", translate, methods=["POST"]),
+                             Route("/languages", languages, methods=["GET"]),
+                             Route("/health", health, methods=["GET"]),
+                             Route("/metrics", metrics_page, methods=["GET"]),
+                             Route("/", page, methods=["GET"])],
+                     lifespan=lifespan)

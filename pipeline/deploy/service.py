@@ -1,0 +1,208 @@
+"""Concurrent requests decoded together: the decoder's streaming refill (ALGORITHMS.md section 6) across requests.
+
+    service = DecodingService(translator, pool_sentences=16, max_queue=256)
+    future = service.submit(["Ein Satz.", "Noch einer."])   # concurrent.futures.Future of the translations
+    service.close()                                         # finishes every accepted request, then stops
+
+Two threads, so that the caller (the server's event loop) never waits on decoding:
+
+- the preparing thread takes requests in arrival order and runs Translator.prepare on each (preprocessing, and for
+  the hybrids the PBMT lattices, posteriors, L and acceptors), then hands its sentences to the decoder;
+- the decoding thread keeps a pool of BeamBatches (pipeline/decode/beam_search.py). When the sentences still
+  decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch;
+  each step advances the batch with the least progress and merges batches that reach the same step, exactly as
+  decode_sources' streaming mode does for one file. A request is answered when its last sentence ends.
+
+Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
+batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
+a request that would overfill it (:class:`Overloaded`), and refuses everything after `close` (:class:`Closed`).
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import torch
+
+from pipeline.deploy.translator import Prepared, Translator
+
+__all__ = ["Closed", "DecodingService", "Overloaded"]
+
+
+class Overloaded(Exception):
+    """The queue has no room for the request now; retry later."""
+
+
+class Closed(Exception):
+    """The service is shutting down and accepts nothing new."""
+
+
+@dataclass
+class _Request:
+    lines: list[str]
+    future: Future
+    texts: list[str] = field(default_factory=list)
+    left: int = 0
+
+    def done_one(self, k: int, text: str) -> None:
+        self.texts[k] = text
+        self.left -= 1
+        if self.left == 0 and not self.future.done():
+            self.future.set_result(self.texts)
+
+
+class DecodingService:
+    """See the module docstring."""
+
+    def __init__(self, translator: Translator, pool_sentences: int = 16, max_queue: int = 256,
+                 refill: float = 1 / 6) -> None:
+        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill < 1:
+            raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1)")
+        self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
+                                                                              max_queue, refill)
+        self._lock = threading.Condition()
+        self._requests: deque[_Request] = deque()          # waiting to be prepared
+        self._ready: deque[tuple[_Request, int, Prepared]] = deque()  # prepared, waiting for the pool
+        self._queued = 0                                    # sentences accepted and not yet in the pool
+        self._decoding = 0                                  # sentences in the pool
+        self._preparing = 0                                 # requests taken by the preparing thread, not handed on
+        self._closing = False
+        self._threads = [threading.Thread(target=self._prepare_loop, name="lmbr-prepare", daemon=True)]
+        if translator.models is not None:
+            self._threads.append(threading.Thread(target=self._decode_loop, name="lmbr-decode", daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def queue_length(self) -> int:
+        """Sentences accepted and not yet decoding."""
+        return self._queued
+
+    @property
+    def decoding(self) -> int:
+        """Sentences in the decoder's pool."""
+        return self._decoding
+
+    def submit(self, lines: list[str]) -> Future:
+        """The future translations of `lines` (one string per line)."""
+        future: Future = Future()
+        with self._lock:
+            if self._closing:
+                raise Closed("the service is shutting down")
+            if self._queued + len(lines) > self.max_queue:
+                raise Overloaded(f"{self._queued} sentences are waiting (at most {self.max_queue})")
+            request = _Request(list(lines), future, [""] * len(lines), len(lines))
+            if not lines:
+                future.set_result([])
+                return future
+            self._queued += len(lines)
+            self._requests.append(request)
+            self._lock.notify_all()
+        return future
+
+    def close(self, timeout: float | None = None) -> None:
+        """Accept nothing more; finish every accepted request; stop the threads."""
+        with self._lock:
+            self._closing = True
+            self._lock.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # ------------------------------------------------------------------------------------------------- threads
+    def _finished(self) -> bool:
+        """Closing, and nothing accepted is left anywhere but in the pool (the caller checks the pool)."""
+        return self._closing and not self._requests and not self._preparing and not self._ready
+
+    def _prepare_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._requests and not self._closing:
+                    self._lock.wait()
+                if not self._requests:
+                    self._lock.notify_all()
+                    return
+                request = self._requests.popleft()
+                self._preparing += 1
+            try:
+                prepared = self.translator.prepare(request.lines)
+            except Exception as e:  # a bad line fails its request only
+                with self._lock:
+                    self._queued -= len(request.lines)
+                    self._preparing -= 1
+                    self._lock.notify_all()
+                request.future.set_exception(e)
+                continue
+            with self._lock:
+                self._preparing -= 1
+                for k, item in enumerate(prepared):
+                    if item.source_ids:
+                        self._ready.append((request, k, item))
+                    else:  # an empty line, or the PBMT system: nothing to decode
+                        self._queued -= 1
+                        request.done_one(k, item.pbmt if self.translator.models is None else "")
+                self._lock.notify_all()
+
+    def _decode_loop(self) -> None:
+        from pipeline.decode.beam_search import BeamBatch
+        from pipeline.nmt.batching import pad_sequences
+        from pipeline.nmt.interface import Ensemble
+
+        translator = self.translator
+        model, device = translator.models.ensemble, translator.models.device
+        if isinstance(model, Ensemble) and len(model) == 1:  # as decode_sources does
+            model = model.models[0]
+        pool: list[tuple[BeamBatch, list[tuple[_Request, int, Prepared]]]] = []
+        while True:
+            with self._lock:
+                while not pool and not self._ready and not self._finished():
+                    self._lock.wait()
+                if not pool and self._finished():
+                    return
+                entries = []
+                if self._ready and self._decoding <= self.refill * self.pool_sentences:
+                    while self._ready and len(entries) < self.pool_sentences - self._decoding:
+                        entries.append(self._ready.popleft())
+                    self._queued -= len(entries)
+                    self._decoding += len(entries)
+            try:
+                if entries:
+                    items = [item for _, _, item in entries]
+                    with torch.inference_mode():
+                        src, lengths = pad_sequences([item.source_ids for item in items], model.pad_id)
+                        limits = torch.tensor([item.limit for item in items], dtype=torch.long)
+                        factory = translator.hooks(items)
+                        hook = factory(list(range(len(items))), device) if factory is not None else None
+                        pool.append((BeamBatch(model, src.to(device), lengths.to(device), limits.to(device),
+                                               translator.settings, hook), entries))
+                self._step(pool)
+            except Exception as e:  # a failing batch fails its requests, and the service goes on
+                self._fail([entry for _, batch_entries in pool for entry in batch_entries] + entries, e)
+                pool.clear()
+
+    def _fail(self, entries: list[tuple[_Request, int, Prepared]], error: Exception) -> None:
+        with self._lock:
+            self._decoding = 0
+            for request, _, _ in entries:
+                if not request.future.done():
+                    request.future.set_exception(error)
+
+    def _step(self, pool: list) -> None:
+        """One step of the batch with the least progress (batches at the same step merged first)."""
+        least = min(batch.t for batch, _ in pool)
+        group = [entry for entry in pool if entry[0].t == least]
+        batch, entries = group[0]
+        for other, other_entries in group[1:]:
+            batch.merge(other)
+            entries.extend(other_entries)
+            pool.remove((other, other_entries))
+        ended = batch.step()
+        for position, hyps in ended:
+            request, k, item = entries[position]
+            text = self.translator.finish(item, hyps)
+            with self._lock:
+                self._decoding -= 1
+                request.done_one(k, text)
+        if batch.done:
+            pool.remove((batch, entries))

@@ -1,0 +1,285 @@
+"""Raw text through an exported system, in one process: the whole hybrid chain of Figure 1.
+
+    translator = Translator(load_system(folder))
+    for line in translator.translate(lines):          # raw lines in, detokenized translations out, line-aligned
+        ...
+    translator.timings                                 # seconds per phase, summed over the batches
+
+Two halves, so that a server can decode sentences of many requests together (pipeline/deploy/service.py):
+
+    prepare(lines) -> [Prepared]    preprocess: normalise, tokenize, truecase, BPE
+                                    pbmt: phrase-based decoding; lattices go to a temporary folder as DecodePBMT
+                                          writes them
+                                    posteriors: L (LMBR) and acceptors (-lat) by the pipeline's own shard builders
+                                          on those lattices, so that a sentence gets the L and the acceptor its
+                                          split artifact has; kept in memory with the word lattice
+    hooks(prepared) -> factory      the score hooks of any selection of prepared sentences (L under the decoding
+                                    theta, the acceptor with mu), chained as DecodeNMT chains them
+    finish(item, hypotheses) -> str postprocess: detokenize; an output with <unk> of a -lat system takes its words
+                                    from the word lattice
+
+`translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
+line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import torch
+
+from pipeline.deploy.system import DeployedSystem
+from pipeline.errors import DataError
+from pipeline.text import BpeSegmenter, TextProcessor, Truecaser, get_tokenizer
+
+__all__ = ["Prepared", "Translator"]
+
+_LOG = logging.getLogger(__name__)
+PHASES = ("preprocess", "pbmt", "posteriors", "nmt", "postprocess")
+
+
+@dataclass
+class Prepared:
+    """One input line ready for the search: its subwords and source ids (empty: an empty line, translated to ""),
+    and what its hooks and its postprocessing need."""
+
+    line: int                    # its number in the translator's input (1-based, for warnings)
+    subwords: list[str]
+    source_ids: list[int]
+    limit: int = 0               # the most output tokens (max_output_lengths)
+    pbmt: str | None = None      # the PBMT system's translation
+    lmatrix: Any = None          # LMatrix (LMBR systems)
+    acceptor: Any = None         # Acceptor (-lat systems)
+    lattice: Any = None          # the word Lattice (-lat systems: restoring <unk> words)
+
+
+class Translator:
+    """Translates raw lines with an exported system (see the module docstring)."""
+
+    def __init__(self, system: DeployedSystem, batch_lines: int = 64, device: str | None = None,
+                 workers: int = 1) -> None:
+        if batch_lines < 1:
+            raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
+        self.system, self.batch_lines, self.workers = system, batch_lines, workers
+        self.timings = {phase: 0.0 for phase in PHASES}
+        self.lines_seen = 0
+        self.source = self._processor(system.source, system.path(f"text/codes.{system.source}"))
+        self.target = self._processor(system.target, None)
+        self.models = self._models(device) if system.kind.models else None
+        self.pbmt = self._pbmt() if system.kind.needs_lattices else None
+        self.settings = self._search_settings() if self.models is not None else None
+        self.mapper = self._mapper() if system.kind.lmbr or system.kind.constrained else None
+
+    # ----------------------------------------------------------------------------------------------- loading
+    def _processor(self, lang: str, codes: Path | None) -> TextProcessor:
+        settings = self.system.language(lang)
+        truecaser = Truecaser.load(self.system.path(f"text/truecase.{lang}.json")) if settings["truecase"] else None
+        return TextProcessor(tokenizer=get_tokenizer(settings["tokenizer"], lang), truecaser=truecaser,
+                             bpe=BpeSegmenter(codes) if codes is not None else None)
+
+    def _models(self, device: str | None):
+        from pipeline.decode.translate import load_models
+        from pipeline.nmt.speedups import CpuSpeedups
+
+        decode = self.system.settings.decode
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        speedups = CpuSpeedups(decode.get("int8", False), decode.get("precompute_embeddings", False)) \
+            if device.type == "cpu" else CpuSpeedups()
+        return load_models([self.system.path("nmt/system.json")], device, speedups)
+
+    def _pbmt(self):
+        """(phrase table, KenLM model, weights, decoder settings): the table is filtered per batch."""
+        import kenlm
+
+        from pipeline.smt.decoder import DecoderSettings
+        from pipeline.smt.phrase_table import FastPhraseTable
+        from pipeline.smt.weights import load_weights
+
+        pbmt = self.system.settings.pbmt
+        return (FastPhraseTable.load(self.system.path("pbmt/phrase-table.npz")),
+                kenlm.Model(str(self.system.path("pbmt/lm.bin"))),
+                load_weights(self.system.path("pbmt/weights.json")).weights, DecoderSettings(**pbmt["decoder"]))
+
+    def _search_settings(self):
+        from pipeline.decode.beam_search import SearchSettings
+
+        decode, lmbr = self.system.settings.decode, self.system.settings.lmbr
+        return SearchSettings(beam=decode["beam"], threshold=decode["threshold"],
+                              length_penalty=decode["length_penalty"], max_length_a=decode["max_length_a"],
+                              max_length_b=decode["max_length_b"],
+                              weight=lmbr["nmt_lambda"] if self.system.kind.lmbr else 1.0)
+
+    def _mapper(self):
+        from lattices.units import TokenMapper
+
+        target = self.system.target
+        return TokenMapper.from_files(self.system.path(f"text/codes.{target}"),
+                                      self.system.path(f"text/vocab.{target}.json"))
+
+    # ---------------------------------------------------------------------------------------------- translate
+    def translate(self, lines: Iterable[str]) -> Iterator[str]:
+        """The translation of every line, in order, decoded `batch_lines` at a time."""
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == self.batch_lines:
+                yield from self.translate_batch(batch)
+                batch = []
+        if batch:
+            yield from self.translate_batch(batch)
+
+    def translate_batch(self, lines: list[str]) -> list[str]:
+        """The translations of one batch of raw lines."""
+        from pipeline.decode.batching import decode_sources
+
+        prepared = self.prepare(lines)
+        if self.models is None:
+            return [item.pbmt for item in prepared]
+        clock = time.perf_counter()
+        decoded = [k for k, item in enumerate(prepared) if item.source_ids]
+        decode = self.system.settings.decode
+        factory = self.hooks([prepared[k] for k in decoded])
+        results = decode_sources(self.models.ensemble, [prepared[k].source_ids for k in decoded], self.settings,
+                                 decode["batch_sentences"], decode["sort"], self.models.device, factory,
+                                 streaming=decode["streaming"], refill=decode["refill"])
+        clock = self._tick("nmt", clock)
+        texts = [""] * len(prepared)
+        for k, hyps in zip(decoded, results):
+            texts[k] = self.finish(prepared[k], hyps)
+        self._tick("postprocess", clock)
+        return texts
+
+    def _tick(self, phase: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings[phase] += now - since
+        return now
+
+    # ------------------------------------------------------------------------------------------------ prepare
+    def prepare(self, lines: Sequence[str]) -> list[Prepared]:
+        """Preprocessing, PBMT and posteriors of a batch of raw lines (numbered on from earlier batches)."""
+        from pipeline.decode.scores import max_output_lengths
+
+        clock = time.perf_counter()
+        first, self.lines_seen = self.lines_seen + 1, self.lines_seen + len(lines)
+        words = [self.source.words(line) for line in lines]
+        prepared = []
+        for k, w in enumerate(words):
+            subwords = self.source.subwords(w) if self.models is not None else []
+            ids = self.models.src_vocab.encode(subwords) + [self.models.src_vocab.eos_id] if subwords else []
+            prepared.append(Prepared(first + k, subwords, ids))
+        if self.models is not None:
+            self._check_positions(prepared)
+            limits = max_output_lengths(torch.tensor([len(p.subwords) + 1 for p in prepared]),
+                                        self.settings.max_length_a, self.settings.max_length_b, self._positions())
+            for item, limit in zip(prepared, limits.tolist()):
+                item.limit = limit
+        clock = self._tick("preprocess", clock)
+        if self.pbmt is not None:
+            with tempfile.TemporaryDirectory(prefix="lmbr-translate-") as tmp:
+                self._lattices(words, prepared, Path(tmp), clock)
+        return prepared
+
+    def _positions(self) -> int | None:
+        from pipeline.decode.batching import position_limit
+
+        return position_limit(self.models.ensemble)
+
+    def _check_positions(self, prepared: list[Prepared]) -> None:
+        limit = self._positions()
+        for item in prepared:
+            if limit is not None and len(item.source_ids) > limit:
+                raise DataError(f"line {item.line}: {len(item.source_ids)} source subwords (with </s>), more than "
+                                f"the model's {limit} positions (max_positions): split the line")
+
+    def _lattices(self, words: list[list[str]], prepared: list[Prepared], tmp: Path, clock: float) -> None:
+        """PBMT decoding of the batch into tmp/lattices, then L, acceptors and word lattices per sentence."""
+        from lattices.fst_io import lattice_paths, read_lattice
+        from pipeline.smt.decoder import Decoder
+        from pipeline.smt.parallel import Job, decode_all
+
+        table, lm, weights, settings = self.pbmt
+        decoder = Decoder(table.filter(words), lm, weights, settings)
+        results = decode_all(Job(decoder, words, lattice_dir=tmp / "lattices"), self.workers, desc="pbmt")
+        for item, result in zip(prepared, results):
+            item.pbmt = self.target.postprocess(list(result.best.words), subword=False)
+        clock = self._tick("pbmt", clock)
+        if self.models is None:
+            return
+        kind, lmbr = self.system.kind, self.system.settings.lmbr
+        paths = lattice_paths(tmp)
+        codes, vocab = self.system.path(f"text/codes.{self.system.target}"), \
+            self.system.path(f"text/vocab.{self.system.target}.json")
+        if kind.lmbr:
+            for item, matrix in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz")):
+                item.lmatrix = matrix
+        if kind.constrained:
+            from lattices.acceptor import build_acceptor_shard, load_acceptors
+
+            build_acceptor_shard(paths, codes, vocab, lmbr["nbest"], tmp / "acceptors.npz", lmbr["engine"],
+                                 lmbr["max_evidence_states"])
+            acceptors = load_acceptors([tmp / "acceptors.npz"])
+            for k, (item, path) in enumerate(zip(prepared, paths)):
+                item.acceptor, item.lattice = acceptors.get(k), read_lattice(path)
+        self._tick("posteriors", clock)
+
+    def _lmatrices(self, paths: list[Path], codes: Path, vocab: Path, shard: Path) -> list:
+        """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta."""
+        from lattices.lmatrix import build_lmatrix_shard, load_shard
+        from lattices.theta import Theta
+
+        lmbr = self.system.settings.lmbr
+        build_lmatrix_shard(paths, codes, vocab, Theta.from_signature(lmbr["theta_build"]), lmbr["alpha"],
+                            lmbr["semiring"], lmbr["nbest"], shard, lmbr["order"], lmbr["engine"],
+                            lmbr["max_evidence_states"])
+        matrices = sorted(load_shard(shard), key=lambda m: m.sentence)
+        if lmbr["theta"] != lmbr["theta_build"]:
+            theta = Theta.from_signature(lmbr["theta"])
+            matrices = [m.with_theta(theta) for m in matrices]
+        return matrices
+
+    # ----------------------------------------------------------------------------------------- hooks, finish
+    def hooks(self, items: Sequence[Prepared]):
+        """The hook factory of a selection of prepared sentences: input index i is items[i]."""
+        from pipeline.decode.constraints import acceptor_hook_factory
+        from pipeline.decode.hooks import chain_factories
+        from pipeline.decode.lmbr import lmbr_hook_factory
+
+        kind, lmbr, vocab = self.system.kind, self.system.settings.lmbr, self.models.tgt_vocab
+        scorer = constrain = None
+        if kind.lmbr:
+            scorer = lmbr_hook_factory(_Matrices(items), vocab.bos_id, vocab_size=len(vocab), gains=lmbr["gains"])
+        if kind.constrained:
+            def warn(index: int, reason: str) -> None:
+                _LOG.warning("%s, line %d: %s", self.system.name, items[index].line, reason)
+
+            constrain = acceptor_hook_factory([item.acceptor for item in items], [item.limit for item in items],
+                                              vocab.eos_id, warn, lmbr["lattice_weight"])
+        return chain_factories([scorer, constrain])
+
+    def finish(self, item: Prepared, hypotheses: list) -> str:
+        """The detokenized text of a sentence's best hypothesis ("" when there is none)."""
+        from lattices.restore import restore_words
+        from pipeline.vocab import UNK
+
+        if not hypotheses:
+            return ""
+        pieces = self.models.tgt_vocab.decode(hypotheses[0].tokens)
+        if self.system.kind.constrained and item.lattice is not None and UNK in pieces:
+            words = restore_words(item.lattice, self.mapper, self.mapper.vocab.encode(pieces))
+            if words is not None:
+                return self.target.postprocess(words, subword=False)
+        return self.target.postprocess(list(pieces))
+
+
+class _Matrices:
+    """The L matrices of prepared sentences, as a store for lmbr_hook_factory (sentence i = items[i])."""
+
+    def __init__(self, items: Sequence[Prepared]) -> None:
+        self.items = items
+
+    def get(self, sentences: Sequence[int]) -> list:
+        return [self.items[s].lmatrix for s in sentences]

@@ -1,0 +1,150 @@
+"""`lmbr serve` as a real process on loopback, with real HTTP clients (httpx)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from pipeline.deploy.system import load_system
+from pipeline.deploy.translator import Translator
+
+
+class Server:
+    """`lmbr serve` in a subprocess on a free loopback port."""
+
+    def __init__(self, folder, *options: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pipeline.cli.lmbr", "serve", "--system", str(folder), "--port", "0",
+             "--threads", "1", *options], stderr=subprocess.PIPE, text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+        line = self.process.stderr.readline()
+        match = re.search(r"on (http://[\d.]+:\d+)/", line)
+        assert match, line
+        self.url = match.group(1)
+        for _ in range(100):
+            try:
+                if httpx.get(f"{self.url}/health", timeout=5).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError("the server did not come up")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=120)
+
+
+@pytest.fixture
+def lnmt(exported_systems):
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()
+    server = Server(folder, "--pool-sentences", "4")
+    yield server, raw, dict(zip(raw, Translator(load_system(folder)).translate(raw)))
+    server.stop()
+
+
+def request(q, source="de", target="en"):
+    return {"q": q, "source": source, "target": target}
+
+
+def test_concurrent_clients_get_the_offline_translations_and_metrics_count_them(lnmt):
+    server, raw, offline = lnmt
+
+    async def clients():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            async def one(k):
+                lines = raw[k % len(raw): k % len(raw) + 1 + k % 3]
+                answer = await client.post("/translate", json=request(lines if k % 2 else "\n".join(lines)))
+                assert answer.status_code == 200, answer.text
+                got = answer.json()["translatedText"]
+                return (got if k % 2 else got.split("\n")) == [offline[line] for line in lines]
+            return await asyncio.gather(*(one(k) for k in range(16)))
+
+    assert all(asyncio.run(clients()))
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert re.search(r'^lmbr_requests_total\{status="200"\} 16\.0$', metrics, re.M), metrics
+    assert re.search(r"^lmbr_request_seconds_count 16\.0$", metrics, re.M)
+    assert "lmbr_queue_sentences 0.0" in metrics
+    health = httpx.get(f"{server.url}/health").json()
+    assert health["status"] == "ok" and health["system"] == "LNMT"
+    assert httpx.get(f"{server.url}/languages").json() == [{"code": "de", "name": "de", "targets": ["en"]}]
+    assert "<textarea" in httpx.get(server.url + "/").text
+    assert server.stop() == 0
+
+
+BAD_REQUESTS = [
+    (b"{not json", 400, "not valid JSON"),
+    (b'["a list"]', 400, "a JSON object"),
+    (b'{"source": "de", "target": "en"}', 400, "missing field q"),
+    (b'{"q": 3, "source": "de", "target": "en"}', 400, "field q must be a string"),
+    (b'{"q": "Hallo", "target": "en"}', 400, "missing field source"),
+    (b'{"q": "Hallo", "source": "fr", "target": "en"}', 400, "field source: this server translates de to en"),
+    (b'{"q": "Hallo", "source": "auto", "target": "ja"}', 400, "field target"),
+    (b'{"q": "' + b"x" * 5001 + b'", "source": "de", "target": "en"}', 413, "over the limit of 5000"),
+    (b'{"q": ["a", "b", "c"], "source": "de", "target": "en"}', 413, "3 lines, over the limit of 2"),
+]
+
+
+def test_bad_requests_get_clear_answers_and_the_server_keeps_serving(exported_systems):
+    exports, raw = exported_systems
+    server = Server(exports["FNMT"].folder(), "--max-lines", "2")
+    expected = Translator(load_system(exports["FNMT"].folder())).translate_batch(raw[:1])
+    try:
+        for body, status, message in BAD_REQUESTS:
+            answer = httpx.post(f"{server.url}/translate", content=body, headers={"Content-Type": "application/json"})
+            assert (answer.status_code, message in answer.json()["error"]) == (status, True), (body[:40], answer.text)
+            good = httpx.post(f"{server.url}/translate", json=request(raw[0], "auto"))
+            assert good.status_code == 200 and good.json()["translatedText"] == expected[0]
+        metrics = httpx.get(f"{server.url}/metrics").text
+        assert re.search(r'^lmbr_requests_total\{status="400"\} 7\.0$', metrics, re.M)
+        assert re.search(r'^lmbr_requests_total\{status="413"\} 2\.0$', metrics, re.M)
+    finally:
+        assert server.stop() == 0
+
+
+def test_overload_is_503_with_retry_after(exported_systems):
+    exports, raw = exported_systems
+    lines = (raw * 10)[:90]  # one sentence decodes at a time: most of them wait in the queue for a while
+    server = Server(exports["FNMT"].folder(), "--pool-sentences", "1", "--max-queue", "90")
+
+    async def run():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            first = asyncio.create_task(client.post("/translate", json=request(lines)))
+            while (await client.get("/health")).json()["queue"] < 80:
+                await asyncio.sleep(0.005)
+            busy = await client.post("/translate", json=request(lines[:50]))  # fits only once 40 have finished
+            return busy, await first
+
+    busy, first = asyncio.run(run())
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "1" and "retry later" in busy.json()["error"]
+    assert first.status_code == 200 and len(first.json()["translatedText"]) == len(lines)
+    assert server.stop() == 0
+
+
+def test_sigterm_finishes_every_accepted_request(exported_systems):
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()
+    offline = dict(zip(raw, Translator(load_system(folder)).translate(raw)))
+    server = Server(folder, "--pool-sentences", "1")  # one sentence at a time: all 12 requests are accepted first
+
+    async def run():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            tasks = [asyncio.create_task(client.post("/translate", json=request(raw[k % len(raw):][:3])))
+                     for k in range(12)]
+            while (await client.get("/health")).json()["in_flight"] < 12:
+                await asyncio.sleep(0.005)
+            server.process.send_signal(signal.SIGTERM)
+            return await asyncio.gather(*tasks)
+
+    answers = asyncio.run(run())
+    assert [a.status_code for a in answers] == [200] * 12
+    assert [a.json()["translatedText"] for a in answers] == [[offline[line] for line in raw[k % len(raw):][:3]]
+                                                             for k in range(12)]
+    assert server.process.wait(timeout=120) == 0

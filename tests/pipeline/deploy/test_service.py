@@ -1,0 +1,58 @@
+"""DecodingService: sentences of concurrent requests decoded together give the offline translations."""
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+from pipeline.deploy.service import Closed, DecodingService, Overloaded
+from pipeline.deploy.system import load_system
+from pipeline.deploy.translator import Translator
+
+
+@pytest.mark.parametrize("name", ["LNMT", "TNMT-lat", "PBMT"])
+def test_concurrent_requests_get_the_offline_translations(exported_systems, name):
+    exports, raw = exported_systems
+    system = load_system(exports[name].folder())
+    offline = dict(zip(raw, Translator(system).translate(raw)))
+    service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000)
+    rng = random.Random(4)
+    requests = [rng.sample(raw, rng.randint(1, 4)) + ([""] if k % 3 == 0 else []) for k in range(24)]
+    answers: dict[int, list[str]] = {}
+
+    def client(k: int) -> None:
+        answers[k] = service.submit(requests[k]).result(timeout=120)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    service.close()
+    assert {k: answers[k] for k in range(len(requests))} == {
+        k: [offline[line] if line else "" for line in lines] for k, lines in enumerate(requests)}
+    with pytest.raises(Closed):
+        service.submit(["Der Mann sieht ein Haus."])
+
+
+def test_a_full_queue_refuses_and_close_finishes_what_was_accepted(exported_systems):
+    exports, raw = exported_systems
+    translator = Translator(load_system(exports["FNMT"].folder()))
+    service = DecodingService(translator, pool_sentences=1, max_queue=len(raw))
+    first = service.submit(raw)  # one sentence decodes at a time: the rest wait in the queue
+    with pytest.raises(Overloaded, match="waiting"):
+        service.submit(raw[:2])
+    service.close()
+    assert first.result(timeout=0) == list(Translator(load_system(exports["FNMT"].folder())).translate(raw))
+
+
+def test_a_line_the_model_cannot_take_fails_its_request_only(exported_systems):
+    exports, raw = exported_systems
+    service = DecodingService(Translator(load_system(exports["TNMT"].folder())), pool_sentences=2)
+    too_long = " ".join(["Haus"] * 5000)
+    bad, good = service.submit([raw[0], too_long]), service.submit(raw[:2])
+    with pytest.raises(Exception, match="positions"):
+        bad.result(timeout=60)
+    assert len(good.result(timeout=60)) == 2
+    service.close()

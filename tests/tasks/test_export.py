@@ -1,0 +1,68 @@
+"""ExportSystem and `lmbr translate --system`: every system of Table 1 as a folder that translates raw text exactly as
+the pipeline translated its split, and refuses a folder that is not as exported."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from pipeline.cli.lmbr import main as lmbr_main
+from pipeline.deploy.system import KINDS, load_system
+from pipeline.deploy.translator import Translator
+from pipeline.errors import DataError
+from pipeline.io import read_lines
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_an_exported_system_translates_raw_text_as_the_pipeline_did(exported_systems, name):
+    exports, raw = exported_systems
+    task = exports[name]
+    expected = list(read_lines(task.decoding().artifact_dir() / "translation.en"))
+    translator = Translator(load_system(task.folder()), batch_lines=4)  # batches unlike the pipeline's
+    assert list(translator.translate(raw)) == expected
+    manifest = load_system(task.folder()).manifest
+    if KINDS[name].lmbr:
+        chosen = task.decoding().chosen()
+        assert manifest["settings"]["lmbr"]["nmt_lambda"] == chosen["nmt_lambda"]
+        assert manifest["settings"]["lmbr"]["theta"]["p"] == chosen["p"]
+    if KINDS[name].constrained:
+        assert manifest["settings"]["lmbr"]["lattice_weight"] == task.decoding().lattice_weight()
+    assert translator.timings["pbmt"] > 0 if KINDS[name].needs_lattices else translator.timings["pbmt"] == 0
+
+
+def test_the_command_translates_a_file_and_keeps_empty_lines(exported_systems, tmp_path, capsys):
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()
+    source = tmp_path / "in.de"
+    source.write_text("\n".join([raw[0], "", raw[1]]) + "\n", encoding="utf-8")
+    out, timings = tmp_path / "out.en", tmp_path / "timings.json"
+    assert lmbr_main(["translate", "--system", str(folder), "-i", str(source), "-o", str(out),
+                      "--timings", str(timings), "--batch-lines", "2"]) == 0
+    expected = list(read_lines(exports["LNMT"].decoding().artifact_dir() / "translation.en"))
+    assert out.read_text(encoding="utf-8").split("\n")[:3] == [expected[0], "", expected[1]]
+    assert '"posteriors"' in timings.read_text() and "LNMT: 3 lines" in capsys.readouterr().err
+
+
+def test_a_corrupt_missing_or_foreign_file_is_an_error_that_names_it(exported_systems, tmp_path):
+    exports, _ = exported_systems
+    folder = tmp_path / "LTNMT"
+    shutil.copytree(exports["LTNMT"].folder(), folder)
+    load_system(folder)
+    model = folder / "nmt" / "model-1.pt"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 1
+    model.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"nmt/model-1\.pt: corrupt or altered"):
+        load_system(folder)
+    model.unlink()
+    with pytest.raises(DataError, match=r"nmt/model-1\.pt: missing"):
+        load_system(folder)
+    shutil.copyfile(exports["LTNMT"].folder() / "nmt" / "model-1.pt", model)
+    (folder / "pbmt" / "notes.txt").write_text("x")
+    with pytest.raises(DataError, match=r"pbmt/notes\.txt: not part of the exported system"):
+        load_system(folder)
+    (folder / "pbmt" / "notes.txt").unlink()
+    (folder / "manifest.json").unlink()
+    with pytest.raises(DataError, match=r"manifest\.json: missing"):
+        load_system(folder)
+    assert lmbr_main(["translate", "--system", str(folder), "-i", str(tmp_path / "none")]) == 2
