@@ -270,6 +270,7 @@ class LmbrProfile:
     grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
     gains: str = "per_step"  # "per_step" (the paper: L at every step) or "bounded" (each n-gram paid once)
     grid_gains: tuple[str, ...] = ()  # gain forms the tuning tries (empty: only `gains`)
+    patience: float = 1.0  # bounded gains: a sentence may also end once patience x beam hypotheses have finished
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
 
@@ -391,6 +392,7 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
                               "must list positive values (or none: the lattices' alpha)"),
                              ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
+                             ("patience", lmbr.patience >= 1, "must be at least 1"),
                              ("lattice_weight", lmbr.lattice_weight >= 0, "must not be negative"),
                              ("grid_lattice_weight", all(w >= 0 for w in lmbr.grid_lattice_weight),
                               "must list values that are not negative (or none: only lattice_weight)"),

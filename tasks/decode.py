@@ -110,6 +110,7 @@ class DecodeNMT(VariantTask):
             lmbr = self.profile_config.lmbr
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
             params["gains"] = "tuned" if lmbr.tune else lmbr.gains
+            params["patience"] = lmbr.patience
         if self.constrained:
             lmbr = self.profile_config.lmbr
             params["lattice_weight"] = "tuned" if lmbr.tune else lmbr.lattice_weight
@@ -192,7 +193,8 @@ class DecodeNMT(VariantTask):
         beam, threshold = self.search()
         settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
-                                  weight=self.nmt_lambda() if self.lmbr else 1.0)
+                                  weight=self.nmt_lambda() if self.lmbr else 1.0,
+                                  patience=self.profile_config.lmbr.patience)
         unconstrained: list[int] = []
         hooks = self.hook_factory(models, range(first, last), lines[first:last], settings, unconstrained)
         result = translate_lines(lines[first:last], models, settings, processor, source=None,
@@ -262,14 +264,16 @@ class DecodeLNMT(DecodeNMT):
     """LNMT: the FNMT ensemble with LMBR (the L matrices of the split's PBMT lattices)."""
 
     system, models, lmbr = "LNMT", "FNMT", True
-    version = 2  # 2: under bounded gains the search goes on while a live row can still beat the finished ones
+    version = 3  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished
 
 
 class DecodeLTNMT(DecodeNMT):
     """LTNMT: the TNMT model with LMBR."""
 
     system, models, lmbr = "LTNMT", "TNMT", True
-    version = 2  # 2: under bounded gains the search goes on while a live row can still beat the finished ones
+    version = 3  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished
 
 
 class DecodeFNMTLattice(DecodeNMT):
@@ -283,7 +287,8 @@ class DecodeLNMTLattice(DecodeNMT):
     """LNMT-lat: LNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LNMT-lat", "FNMT", True, True
-    version = 3  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop
+    version = 4  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop;
+    # 4: with patience
 
 
 class DecodeTNMTLattice(DecodeNMT):
@@ -297,4 +302,5 @@ class DecodeLTNMTLattice(DecodeNMT):
     """LTNMT-lat: LTNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LTNMT-lat", "TNMT", True, True
-    version = 3  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop
+    version = 4  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop;
+    # 4: with patience

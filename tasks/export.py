@@ -32,6 +32,7 @@ class ExportSystem(VariantTask):
     """<system>/ in the artifact: manifest.json, text/, nmt/ and pbmt/ (what the system uses), every file hashed."""
 
     stage = "export"
+    version = 2  # 2: the search's patience in the manifest
     system = luigi.Parameter(description=f"the system to export: {', '.join(KINDS)}")
 
     def label(self) -> str:
@@ -121,7 +122,7 @@ class ExportSystem(VariantTask):
     def _decode_settings(self, decoding: PipelineTask) -> dict[str, Any]:
         decode = dataclasses.asdict(self.profile_config.decode)
         beam, threshold = decoding.search()
-        return {**decode, "beam": beam, "threshold": threshold}
+        return {**decode, "beam": beam, "threshold": threshold, "patience": self.profile_config.lmbr.patience}
 
     def _lmbr_settings(self, decoding: PipelineTask) -> dict[str, Any]:
         """What the -lat and L systems decode with: posteriors' settings, both thetas, lambda, gains, mu."""

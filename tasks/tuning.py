@@ -42,7 +42,8 @@ class TuneLMBR(PipelineTask):
     set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
     stage = "lmbr-tuning"
-    version = 2  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win
+    version = 3  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win;
+    # 3: ... up to patience x B finished
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
 
@@ -62,7 +63,7 @@ class TuneLMBR(PipelineTask):
         alphas = {"grid_alpha": lmbr.grid_alpha} if lmbr.grid_alpha else {}  # none: the artifacts of before
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
                 "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, "gains": lmbr.gain_forms(),
-                "decode": dataclasses.asdict(self.profile_config.decode)}
+                "patience": lmbr.patience, "decode": dataclasses.asdict(self.profile_config.decode)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha and gains."""
@@ -83,7 +84,8 @@ class TuneLMBR(PipelineTask):
                                         vocab_size=len(models.tgt_vocab), gains=point.gains)
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
-                                      max_length_b=decode.max_length_b, weight=point.nmt_lambda)
+                                      max_length_b=decode.max_length_b, weight=point.nmt_lambda,
+                                      patience=lmbr.patience)
             return translate_lines(lines, models, settings, processor, source=None,
                                    batch_sentences=decode.batch_sentences, sort=decode.sort,
                                    hook_factory=factory).text
@@ -118,7 +120,8 @@ class TuneRescoring(PipelineTask):
     lambda, p, r, alpha and gain form when L is added, and lambda 1 without."""
 
     stage = "rescoring-tuning"
-    version = 3  # 2: outputs with <unk> take their words from the lattice before they are scored; 3: bounded stop
+    version = 4  # 2: outputs with <unk> take their words from the lattice before they are scored; 3: bounded stop;
+    # 4: bounded stop with patience
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that rescores the lattices")
     lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat)")
@@ -141,7 +144,8 @@ class TuneRescoring(PipelineTask):
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
         return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
-                "grid_lattice_weight": lmbr.lattice_weights(), "decode": dataclasses.asdict(self.profile_config.decode)}
+                "grid_lattice_weight": lmbr.lattice_weights(), "patience": lmbr.patience,
+                "decode": dataclasses.asdict(self.profile_config.decode)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
@@ -158,7 +162,8 @@ class TuneRescoring(PipelineTask):
         lines, references, models, processor = tuning_inputs(self, inputs)
         acceptors, restorer = inputs["acceptors"].acceptors(), inputs["acceptors"].word_restorer()
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
-                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
+                                  patience=lmbr.patience)
         limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:

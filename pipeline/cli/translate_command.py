@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--lmbr-lambda", type=float, default=0.5, help="lambda, the scale of log P_NMT with --lmbr")
     p.add_argument("--lmbr-gains", choices=GAIN_FORMS, default="per_step",
                    help="with --lmbr: L at every step (the paper) or each n-gram paid at most once (bounded)")
+    p.add_argument("--patience", type=float,
+                   help="with --lmbr-gains bounded: a sentence may end once patience x beam hypotheses have finished "
+                        "(default: the profile's [lmbr] patience)")
     p.add_argument("--int8", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU: dynamic int8 quantisation of the linear layers (default: the profile's)")
     p.add_argument("--precompute-embeddings", action=argparse.BooleanOptionalAction, default=None,
@@ -179,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.io import read_lines, write_json
 
     task = configs.load_task(args.task)
-    decode = configs.load_profile(args.profile).decode
+    profile = configs.load_profile(args.profile)
+    decode = profile.decode
     if args.bpe_input == bool(args.bpe_codes):
         raise DataError("give --bpe-codes for raw input, or --bpe-input for input that is already BPE subwords")
     try:
@@ -189,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
             length_penalty=decode.length_penalty if args.length_penalty is None else args.length_penalty,
             max_length_a=decode.max_length_a if args.max_length_a is None else args.max_length_a,
             max_length_b=decode.max_length_b if args.max_length_b is None else args.max_length_b,
-            weight=args.lmbr_lambda if args.lmbr else 1.0)
+            weight=args.lmbr_lambda if args.lmbr else 1.0,
+            patience=args.patience if args.patience is not None else profile.lmbr.patience)
     except ValueError as e:
         raise DataError(str(e)) from None
     if args.refill is not None and not 0 <= args.refill < 1:

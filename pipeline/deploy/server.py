@@ -2,7 +2,8 @@
 work as they are.
 
     POST /translate   {"q": "text" | ["line", ...], "source": "de" | "auto", "target": "en"}
-                      -> {"translatedText": "..." | [...]}; errors -> {"error": "..."}
+                      -> {"translatedText": "..." | [...]}; errors -> {"error": "..."}; the header Server-Timing
+                      gives the request's milliseconds per phase (queue, preprocess, pbmt, posteriors, nmt)
     GET  /languages   [{"code": source, "name": ..., "targets": [target]}]
     GET  /health      {"status": "ok", "system": ..., "queue": sentences waiting, "decoding": sentences in the pool,
                       "in_flight": requests accepted and not answered}
@@ -123,7 +124,9 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
         metrics.sentences.inc(len(lines))
         metrics.words.inc(sum(len(line.split()) for line in lines))
         metrics.latency.observe(time.perf_counter() - started)
-        return JSONResponse({"translatedText": "\n".join(texts) if single else texts})
+        timing = ", ".join(f"{phase};dur={seconds * 1000:.2f}" for phase, seconds in future.timings.items())
+        return JSONResponse({"translatedText": "\n".join(texts) if single else texts},
+                            headers={"Server-Timing": timing})
 
     async def languages(request: Request) -> Response:
         return JSONResponse([{"code": source, "name": source, "targets": [target]}])

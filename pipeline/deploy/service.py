@@ -2,6 +2,8 @@
 
     service = DecodingService(translator, pool_sentences=16, max_queue=256)
     future = service.submit(["Ein Satz.", "Noch einer."])   # concurrent.futures.Future of the translations
+    future.timings                                          # its seconds per phase: queue, preprocess, pbmt,
+                                                            # posteriors, nmt (from its first sentence's start)
     service.close()                                         # finishes every accepted request, then stops
 
 Two threads, so that the caller (the server's event loop) never waits on decoding:
@@ -20,6 +22,7 @@ a request that would overfill it (:class:`Overloaded`), and refuses everything a
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -45,11 +48,18 @@ class _Request:
     future: Future
     texts: list[str] = field(default_factory=list)
     left: int = 0
+    submitted: float = 0.0
+    decoding_since: float | None = None
+
+    def __post_init__(self) -> None:
+        self.future.timings = {}  # seconds per phase, set before the result: queue, preprocess, pbmt, ...
 
     def done_one(self, k: int, text: str) -> None:
         self.texts[k] = text
         self.left -= 1
         if self.left == 0 and not self.future.done():
+            if self.decoding_since is not None:
+                self.future.timings["nmt"] = time.perf_counter() - self.decoding_since
             self.future.set_result(self.texts)
 
 
@@ -93,7 +103,7 @@ class DecodingService:
                 raise Closed("the service is shutting down")
             if self._queued + len(lines) > self.max_queue:
                 raise Overloaded(f"{self._queued} sentences are waiting (at most {self.max_queue})")
-            request = _Request(list(lines), future, [""] * len(lines), len(lines))
+            request = _Request(list(lines), future, [""] * len(lines), len(lines), time.perf_counter())
             if not lines:
                 future.set_result([])
                 return future
@@ -125,8 +135,12 @@ class DecodingService:
                     return
                 request = self._requests.popleft()
                 self._preparing += 1
+            before = dict(self.translator.timings)
+            request.future.timings["queue"] = time.perf_counter() - request.submitted
             try:
                 prepared = self.translator.prepare(request.lines)
+                request.future.timings.update({phase: self.translator.timings[phase] - before[phase]
+                                               for phase in ("preprocess", "pbmt", "posteriors")})
             except Exception as e:  # a bad line fails its request only
                 with self._lock:
                     self._queued -= len(request.lines)
@@ -166,6 +180,10 @@ class DecodingService:
                         entries.append(self._ready.popleft())
                     self._queued -= len(entries)
                     self._decoding += len(entries)
+                    now = time.perf_counter()
+                    for request, _, _ in entries:
+                        if request.decoding_since is None:
+                            request.decoding_since = now
             try:
                 if entries:
                     items = [item for _, _, item in entries]

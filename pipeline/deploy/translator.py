@@ -111,7 +111,8 @@ class Translator:
         return SearchSettings(beam=decode["beam"], threshold=decode["threshold"],
                               length_penalty=decode["length_penalty"], max_length_a=decode["max_length_a"],
                               max_length_b=decode["max_length_b"],
-                              weight=lmbr["nmt_lambda"] if self.system.kind.lmbr else 1.0)
+                              weight=lmbr["nmt_lambda"] if self.system.kind.lmbr else 1.0,
+                              patience=decode.get("patience", 1.0))
 
     def _mapper(self):
         from lattices.units import TokenMapper

@@ -147,3 +147,10 @@ def test_gain_forms_are_checked_and_the_grid_defaults_to_the_untuned_form(tmp_pa
                          'grid_gains = ["bounded", "twice"]')
     with pytest.raises(ConfigError, match="'lmbr.grid_gains' must list gain forms"):
         config.load_profile("small", folder)
+
+
+def test_a_patience_below_one_is_refused(tmp_path):
+    assert config.load_profile("small").lmbr.patience == 4.0
+    folder = edit_config(tmp_path, "profiles/small.toml", "patience = 4.0", "patience = 0.5")
+    with pytest.raises(ConfigError, match="'lmbr.patience' must be at least 1"):
+        config.load_profile("small", folder)

@@ -1,4 +1,5 @@
 """LMBR decoding: L added per step, against pure NMT, a one-path lattice and a slow per-hypothesis oracle."""
+import dataclasses
 import itertools
 import random
 
@@ -209,7 +210,7 @@ def test_bounded_gains_search_on_past_b_finished_while_a_live_row_can_still_win(
     sources = random_sources(12, seed=2, vocab=9)
     store = Store(matrices_for([random_lattice(rng) for _ in range(12)]))
     factory = lmbr_hook_factory(store, BOS, gains="bounded")
-    settings = SearchSettings(beam=2, weight=0.05, max_length_a=0.0, max_length_b=6)
+    settings = SearchSettings(beam=2, weight=0.05, max_length_a=0.0, max_length_b=6, patience=1000)
     bound = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=factory)
     paper = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=Algorithm1Stop(factory))
     gains = [b[0].score - p[0].score for b, p in zip(bound, paper)]
@@ -218,3 +219,13 @@ def test_bounded_gains_search_on_past_b_finished_while_a_live_row_can_still_win(
     streamed = decode_sources(model, sources, settings, batch_sentences=5, hook_factory=factory, streaming=True,
                               refill=0.5)
     assert [h[0].tokens for h in streamed] == [h[0].tokens for h in bound]
+    # patience x B finished ends a sentence too: the same search, stopped earlier, so never a better best; with
+    # patience 1 never worse than Algorithm 1 (the bound stops only where nothing better can come)
+    patient = {p: decode_sources(model, sources, dataclasses.replace(settings, patience=p), batch_sentences=5,
+                                 hook_factory=factory) for p in (1, 2)}
+    ladder = [paper, patient[1], patient[2], bound]
+    for lower, upper in zip(ladder, ladder[1:]):
+        assert all(u[0].score >= lo[0].score - 1e-5 for lo, u in zip(lower, upper))
+    assert any(b[0].score > p[0].score + 1e-3 for b, p in zip(bound, patient[1]))
+    with pytest.raises(ValueError, match="patience must be at least 1"):
+        SearchSettings(patience=0.5)

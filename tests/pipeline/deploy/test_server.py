@@ -63,6 +63,8 @@ def test_concurrent_clients_get_the_offline_translations_and_metrics_count_them(
                 lines = raw[k % len(raw): k % len(raw) + 1 + k % 3]
                 answer = await client.post("/translate", json=request(lines if k % 2 else "\n".join(lines)))
                 assert answer.status_code == 200, answer.text
+                assert re.fullmatch(r"queue;dur=[\d.]+, preprocess;dur=[\d.]+, pbmt;dur=[\d.]+, "
+                                    r"posteriors;dur=[\d.]+, nmt;dur=[\d.]+", answer.headers["Server-Timing"])
                 got = answer.json()["translatedText"]
                 return (got if k % 2 else got.split("\n")) == [offline[line] for line in lines]
             return await asyncio.gather(*(one(k) for k in range(16)))
