@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages needed to build KenLM's lmplz and build_binary, if any is missing.
+# Installs the Debian packages needed to build KenLM's lmplz and build_binary, and Chromium (the headless browser of
+# the server page's test), if any is missing.
 # Safe to run twice: it does nothing when every package is already there.
 set -euo pipefail
 packages=(cmake build-essential libboost-program-options-dev libboost-system-dev libboost-thread-dev
-          libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev binutils)
+          libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev binutils chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

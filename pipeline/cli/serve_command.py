@@ -21,6 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0: any free port, printed)")
     p.add_argument("--pool-sentences", type=_positive,
                    help="sentences decoded together across requests (default: the system's batch_sentences)")
+    p.add_argument("--refill", type=float, default=1.0,
+                   help="start waiting sentences when those decoding drop to this fraction of --pool-sentences "
+                        "(default 1: whenever there is room)")
     p.add_argument("--max-queue", type=_positive, default=256,
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
     p.add_argument("--max-chars", type=_positive, default=5000, help="characters per request (413 past it)")
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     translator = Translator(load_system(Path(args.system)), device=args.device)
     decode = translator.system.settings.decode
     service = DecodingService(translator, pool_sentences=args.pool_sentences or decode.get("batch_sentences", 16),
-                              max_queue=args.max_queue, refill=decode.get("refill", 1 / 6))
+                              max_queue=args.max_queue, refill=args.refill)
     app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines))
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

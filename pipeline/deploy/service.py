@@ -11,9 +11,10 @@ Two threads, so that the caller (the server's event loop) never waits on decodin
 - the preparing thread takes requests in arrival order and runs Translator.prepare on each (preprocessing, and for
   the hybrids the PBMT lattices, posteriors, L and acceptors), then hands its sentences to the decoder;
 - the decoding thread keeps a pool of BeamBatches (pipeline/decode/beam_search.py). When the sentences still
-  decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch;
-  each step advances the batch with the least progress and merges batches that reach the same step, exactly as
-  decode_sources' streaming mode does for one file. A request is answered when its last sentence ends.
+  decoding drop to `refill` x `pool_sentences` (1, the default: whenever there is room), the waiting sentences, of
+  whichever requests, start a new batch; each step advances the batch with the least progress and merges batches
+  that reach the same step, exactly as decode_sources' streaming mode does for one file, so a new sentence catches
+  up with the running batch and joins its queries. A request is answered when its last sentence ends.
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
@@ -67,9 +68,9 @@ class DecodingService:
     """See the module docstring."""
 
     def __init__(self, translator: Translator, pool_sentences: int = 16, max_queue: int = 256,
-                 refill: float = 1 / 6) -> None:
-        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill < 1:
-            raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1)")
+                 refill: float = 1.0) -> None:
+        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1:
+            raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1]")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
                                                                               max_queue, refill)
         self._lock = threading.Condition()

@@ -18,6 +18,8 @@ def test_an_exported_system_translates_raw_text_as_the_pipeline_did(exported_sys
     exports, raw = exported_systems
     task = exports[name]
     expected = list(read_lines(task.decoding().artifact_dir() / "translation.en"))
+    if name not in ("FNMT", "TNMT"):  # (the test's NMT models, trained for seconds, say nothing without L or lattice)
+        assert sum(1 for line in expected if line) >= len(expected) - 1, expected
     translator = Translator(load_system(task.folder()), batch_lines=4)  # batches unlike the pipeline's
     assert list(translator.translate(raw)) == expected
     manifest = load_system(task.folder()).manifest

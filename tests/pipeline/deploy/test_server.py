@@ -15,6 +15,10 @@ import pytest
 from pipeline.deploy.system import load_system
 from pipeline.deploy.translator import Translator
 
+CHROMIUM = "/usr/bin/chromium"  # Debian's (scripts/install-system.sh); the flags keep it off the network
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
 
 class Server:
     """`lmbr serve` in a subprocess on a free loopback port."""
@@ -96,8 +100,9 @@ BAD_REQUESTS = [
 
 def test_bad_requests_get_clear_answers_and_the_server_keeps_serving(exported_systems):
     exports, raw = exported_systems
-    server = Server(exports["FNMT"].folder(), "--max-lines", "2")
-    expected = Translator(load_system(exports["FNMT"].folder())).translate_batch(raw[:1])
+    server = Server(exports["PBMT"].folder(), "--max-lines", "2")
+    expected = Translator(load_system(exports["PBMT"].folder())).translate_batch(raw[:1])
+    assert expected[0]
     try:
         for body, status, message in BAD_REQUESTS:
             answer = httpx.post(f"{server.url}/translate", content=body, headers={"Content-Type": "application/json"})
@@ -150,3 +155,30 @@ def test_sigterm_finishes_every_accepted_request(exported_systems):
     assert [a.json()["translatedText"] for a in answers] == [[offline[line] for line in raw[k % len(raw):][:3]]
                                                              for k in range(12)]
     assert server.process.wait(timeout=120) == 0
+
+
+def test_the_page_translates_what_is_typed_in_a_real_browser(exported_systems):
+    """Headless Chromium (Debian's, driven by Playwright): type a sentence, press Translate, read the translation."""
+    from playwright.sync_api import sync_playwright
+
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()  # (L keeps the test's barely trained models from empty outputs)
+    sentence, expected = next((line, text) for line, text in zip(raw, Translator(load_system(folder)).translate(raw))
+                              if text)
+    server = Server(folder)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            page = browser.new_page()
+            page.goto(server.url + "/")
+            assert "LNMT: de" in page.inner_text("h1")
+            page.fill("#source", sentence)
+            page.click("#translate")
+            page.wait_for_function("document.getElementById('target').textContent.length > 0", timeout=60000)
+            assert page.inner_text("#target") == expected and page.inner_text("#status") == ""
+            page.fill("#source", "x" * 5001)  # an error is shown, not a translation
+            page.click("#translate")
+            page.wait_for_function("document.getElementById('status').textContent.includes('limit')", timeout=60000)
+            browser.close()
+    finally:
+        assert server.stop() == 0
