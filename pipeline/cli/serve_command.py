@@ -5,12 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
-    return value
+from pipeline.cli.arguments import positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,17 +14,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                    "--export)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0: any free port, printed)")
-    p.add_argument("--pool-sentences", type=_positive,
+    p.add_argument("--pool-sentences", type=positive_int,
                    help="sentences decoded together across requests (default: the system's batch_sentences)")
     p.add_argument("--refill", type=float, default=1.0,
                    help="start waiting sentences when those decoding drop to this fraction of --pool-sentences "
                         "(default 1: whenever there is room)")
-    p.add_argument("--max-queue", type=_positive, default=256,
+    p.add_argument("--max-queue", type=positive_int, default=256,
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
-    p.add_argument("--max-chars", type=_positive, default=5000, help="characters per request (413 past it)")
-    p.add_argument("--max-lines", type=_positive, default=100, help="lines per request (413 past it)")
+    p.add_argument("--max-chars", type=positive_int, default=5000, help="characters per request (413 past it)")
+    p.add_argument("--max-lines", type=positive_int, default=100, help="lines per request (413 past it)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
-    p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
+    p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
 
 

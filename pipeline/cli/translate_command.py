@@ -21,15 +21,9 @@ from pathlib import Path
 from typing import Iterator
 
 from pipeline import config as configs
+from pipeline.cli.arguments import positive_int
 from pipeline.config import GAIN_FORMS
 from pipeline.errors import DataError
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--system", help="an exported system folder (ExportSystem, reproduce-table --export): raw text "
                                     "through its whole chain; the other options but -i, -o, --timings, --device, "
                                     "--threads and --batch-lines do not apply")
-    p.add_argument("--batch-lines", type=_positive, default=64,
+    p.add_argument("--batch-lines", type=positive_int, default=64,
                    help="--system: input lines per batch of the chain (memory is bounded by it)")
     p.add_argument("-i", "--input", default="-", help="input text, one segment a line (.gz allowed; - : stdin)")
     p.add_argument("-o", "--output", default="-", help="detokenized translation (- : stdout)")
@@ -50,15 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--truecaser-dir", help="folder of truecase.<lang>.json (TrainTruecaser), for cased languages")
     p.add_argument("--bpe-input", action="store_true", help="the input is already BPE subwords")
     p.add_argument("--profile", default="tiny", help="profile whose [decode] section gives the defaults (tiny)")
-    p.add_argument("--beam", type=_positive, help="hypotheses kept per sentence")
-    p.add_argument("--batch-sentences", type=_positive, help="sentences decoded together")
+    p.add_argument("--beam", type=positive_int, help="hypotheses kept per sentence")
+    p.add_argument("--batch-sentences", type=positive_int, help="sentences decoded together")
     p.add_argument("--sort", action=argparse.BooleanOptionalAction, default=None,
                    help="sort sentences by length before batching (the output keeps the input order)")
     p.add_argument("--streaming", action=argparse.BooleanOptionalAction, default=None,
                    help="streaming refill: keep the pool of --batch-sentences full (same outputs)")
     p.add_argument("--refill", type=float, help="streaming: refill when the sentences decoding drop to this "
                                                 "fraction of --batch-sentences (default: the profile's)")
-    p.add_argument("--nbest", type=_positive, default=1, help="hypotheses written per sentence (<= beam)")
+    p.add_argument("--nbest", type=positive_int, default=1, help="hypotheses written per sentence (<= beam)")
     p.add_argument("--threshold", type=float, help="early pruning: drop candidates below threshold x the best's "
                                                    "probability (0: off; the paper's accelerated system: 0.01)")
     p.add_argument("--length-penalty", type=float, help="rank finished hypotheses by score / length^alpha")
@@ -76,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--precompute-embeddings", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU, GRU: per-token tables for the embedding products of a step (default: the profile's)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
-    p.add_argument("--threads", type=_positive, help="CPU threads of torch (default: torch's)")
+    p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
 
 

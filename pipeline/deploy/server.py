@@ -66,8 +66,9 @@ class _Metrics:
         queue.set_function(lambda: service.queue_length)
         pool = Gauge("lmbr_decoding_sentences", "Sentences in the decoder's pool", registry=self.registry)
         pool.set_function(lambda: service.decoding)
-        self.in_flight = Gauge("lmbr_requests_in_flight", "Requests accepted and not answered yet",
-                               registry=self.registry)
+        self.in_flight = 0  # requests accepted and not answered (changed on the event loop only)
+        Gauge("lmbr_requests_in_flight", "Requests accepted and not answered yet",
+              registry=self.registry).set_function(lambda: self.in_flight)
 
 
 def _error(status: int, message: str, metrics: _Metrics, headers: dict | None = None) -> JSONResponse:
@@ -113,13 +114,13 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
         except (Overloaded, Closed) as e:
             return _error(503, f"the server is busy ({e}): retry later", metrics,
                           {"Retry-After": str(limits.retry_after_seconds)})
-        metrics.in_flight.inc()
+        metrics.in_flight += 1
         try:
             texts = await asyncio.wrap_future(future)
         except DataError as e:
             return _error(400, f"field q: {e}", metrics)
         finally:
-            metrics.in_flight.dec()
+            metrics.in_flight -= 1
         metrics.requests.labels("200").inc()
         metrics.sentences.inc(len(lines))
         metrics.words.inc(sum(len(line.split()) for line in lines))
@@ -134,7 +135,7 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "system": system.name, "task": system.manifest["task"],
                              "source": source, "target": target, "queue": service.queue_length,
-                             "decoding": service.decoding, "in_flight": int(metrics.in_flight._value.get())})
+                             "decoding": service.decoding, "in_flight": metrics.in_flight})
 
     async def metrics_page(request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
