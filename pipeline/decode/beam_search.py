@@ -10,6 +10,7 @@ src [N, S] int64 (each source ends in EOS, padded after src_lengths [N]); max_le
     2. scores [R, V] = hook.scores(log_probs, t); at the length limit only EOS   (hooks.py: LMBR's L goes here)
     3. grid [N, B*V] = q_{t-1} [R, 1] + scores, placed in the rows' slots        (scores.py)
        early pruning below threshold x best; top-B per sentence -> origin slot, token, q_t   (topk.py)
+       (a hook with constraints to meet shares the B out over its banks instead: allocation.py)
     4. EOS candidates in the top B -> finished sets F_s; EOS candidates outside it -> backoff stack (finalize.py)
     5. the other candidates are the new rows: ONE index [R'] reorders the model state, the hook state, the token
        history (the back-pointers, kept as the rows' token prefixes [R', t+1]) and the scores
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from pipeline.decode.allocation import allocated_top_candidates, extra_candidates
 from pipeline.decode.finalize import BackoffStack, FinishedSet, Hypothesis, best_hypotheses
 from pipeline.decode.hooks import ScoreHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, slot_rows
@@ -170,6 +172,7 @@ class BeamBatch:
         device = self.scores.device
         active, beam, vocab, eos, t = len(self.sentence), settings.beam, model.tgt_vocab_size, model.eos_id, self.t
         headroom = hook.headroom()                                          # [R] or None
+        allocation = hook.allocation()                                      # dynamic beam allocation or None
         log_probs, self.state = model.step(self.state, self.prev)
         if settings.weight != 1.0:
             log_probs = log_probs * settings.weight
@@ -179,13 +182,18 @@ class BeamBatch:
         candidates = step_scores + self.scores[:, None]                     # [R, V]
         if self.need_backoff:
             eos_candidates = candidates[:, eos].clone()                     # [R], before pruning
-        grid = prune_below_threshold(candidate_grid(candidates, self.row_slot, active, beam), settings.threshold)
-        top = top_candidates(grid, beam, vocab)                             # [N, B] each
+        grid = candidate_grid(candidates, self.row_slot, active, beam)
+        if allocation is not None:  # the constraint tokens join the top-B however low they score
+            extras = extra_candidates(grid, self.row_slot, beam, vocab, allocation.extra)
+        top = top_candidates(prune_below_threshold(grid, settings.threshold), beam, vocab)  # [N, B] each
         full = candidates.shape[0] == active * beam                         # every slot has a row
         if full:                                                            # [N, B] live row of each slot
             slot_row = torch.arange(active * beam, device=device).view(active, beam)
         else:
             slot_row = slot_rows(self.row_slot, active * beam).view(active, beam)
+        if allocation is not None:
+            top = allocated_top_candidates(top, top.origin * vocab + top.tokens, extras, slot_row, beam, vocab,
+                                           allocation)
         origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
         is_eos = top.tokens == eos
         finishing = bool((is_eos | (top.scores == NEG_INF)).any())

@@ -19,6 +19,9 @@ The contract, per time step t of one sentence batch, with R live hypotheses ("ro
                                                       still add to each row; with a bound, a sentence stops when
                                                       no live row can reach its n-th best finished score
                                                       (beam_search.py); None keeps Algorithm 1's stop
+    hook.allocation()                                 Allocation or None, at the start of a step: constraints that
+                                                      must be met share the top-B out by progress (dynamic beam
+                                                      allocation, allocation.py); None: the plain top-B
 
 A hook owns its per-hypothesis state (e.g. L-matrix row ids [R]) and keeps it aligned with the rows through
 `reorder` and `advance`; `reorder` may repeat rows and never includes rows of a sentence that has just finished.
@@ -45,10 +48,13 @@ LMBR with lattices/batch.py (row ids are batch-global there, so select_sentences
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import torch
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from pipeline.decode.allocation import Allocation
 
 __all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "chain_factories", "no_hook"]
 
@@ -76,6 +82,10 @@ class ScoreHook:
         """[R] an upper bound on what the hook can still add to each row's score, over all its continuations; or
         None, which stops the search at B finished hypotheses (Algorithm 1). A hook whose scores never rise above
         the NMT's (a mask, a cost) returns None: in a chain with a hook that gives a bound, it adds 0 to it."""
+        return None
+
+    def allocation(self) -> "Allocation | None":
+        """The banks of a hook whose constraints must be met (allocation.py), or None: the plain top-B."""
         return None
 
 
@@ -118,6 +128,13 @@ class ChainHook(ScoreHook):
         """The sum of the members' bounds (None when no member gives one)."""
         bounds = [b for b in (hook.headroom() for hook in self.hooks) if b is not None]
         return sum(bounds[1:], bounds[0]) if bounds else None
+
+    def allocation(self) -> "Allocation | None":
+        """The one member's allocation (two members with banks cannot share one beam)."""
+        found = [a for a in (hook.allocation() for hook in self.hooks) if a is not None]
+        if len(found) > 1:
+            raise ValueError("only one hook of a chain may allocate the beam")
+        return found[0] if found else None
 
 
 def chain_factories(factories: Sequence[HookFactory | None]) -> HookFactory | None:

@@ -1,0 +1,158 @@
+"""Terminology constraints: every hypothesis that ends must contain each of its sentence's target terms.
+
+A score hook (hooks.py). Each sentence has K terms, each a sequence of target token ids. Every row follows, per
+term, the term's Knuth-Morris-Pratt automaton: its state is the length of the longest prefix of the term that ends
+the row's history, and the length of the term once the term has occurred (then it stays met). So a term counts
+wherever it occurs, in any order, and a row that drifts off a term resumes it where the automaton says.
+
+    scores     EOS is -inf on rows with an unmet term, even at the length limit: a row that misses a term then
+               has no candidate left, and a sentence whose every row does returns no hypothesis (the caller falls
+               back to the unconstrained best)
+    allocation the next token of each unmet term joins the top-B; the bank of a candidate is the term tokens met
+               after it (sum of its terms' states), so the beam keeps room for rows that progress
+               (allocation.py, Post & Vilar 2018)
+
+The terms of a sentence come from elsewhere (pipeline/deploy/terms.py matches a terms file to the input); a
+sentence without terms is decoded as without the hook. :func:`contains` is the check of the result.
+
+State, per row R: the batch sentence of the row and its term states [R, K]; per sentence N the terms as padded
+tables (tokens [N, K, M], lengths [N, K], the automata's transitions [N, K, M, M]).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from pipeline.decode.allocation import Allocation
+from pipeline.decode.hooks import HookFactory, ScoreHook
+
+__all__ = ["TermHook", "contains", "term_automaton", "term_hook_factory"]
+
+Term = Sequence[int]
+
+
+def term_automaton(term: Term) -> list[list[int]]:
+    """delta[s][j]: the state after reading token term[j] in state s (0 <= s < len(term)); any token not in the
+    term leads to state 0. The Knuth-Morris-Pratt automaton, with len(term) meaning "the term has occurred"."""
+    length = len(term)
+    fail = [0] * (length + 1)  # fail[s]: the longest proper border of term[:s]
+    k = 0
+    for s in range(1, length):
+        while k and term[s] != term[k]:
+            k = fail[k]
+        k += term[s] == term[k]
+        fail[s + 1] = k
+
+    def step(s: int, token: int) -> int:
+        while s and term[s] != token:
+            s = fail[s]
+        return s + (term[s] == token)
+
+    return [[step(s, token) for token in term] for s in range(length)]
+
+
+def contains(tokens: Sequence[int], term: Term) -> bool:
+    """Whether `term` occurs in `tokens` as a contiguous sequence."""
+    n = len(term)
+    return n == 0 or any(tuple(tokens[i:i + n]) == tuple(term) for i in range(len(tokens) - n + 1))
+
+
+class _TermTables:
+    """The terms of N sentences, padded to K terms of M tokens (a padded term has length 0: met from the start)."""
+
+    def __init__(self, terms: Sequence[Sequence[Term]], device: torch.device) -> None:
+        self.terms = [list(map(tuple, t)) for t in terms]
+        n, k = len(terms), max((len(t) for t in terms), default=0)
+        m = max((len(term) for t in terms for term in t), default=1)
+        self.tokens = torch.full((n, k, m), -1, dtype=torch.long)
+        self.lengths = torch.zeros((n, k), dtype=torch.long)
+        self.delta = torch.zeros((n, k, m, m), dtype=torch.long)
+        for s, sentence in enumerate(self.terms):
+            for j, term in enumerate(sentence):
+                self.tokens[s, j, :len(term)] = torch.tensor(term)
+                self.lengths[s, j] = len(term)
+                self.delta[s, j, :len(term), :len(term)] = torch.tensor(term_automaton(term))
+        self.tokens, self.lengths, self.delta = (x.to(device) for x in (self.tokens, self.lengths, self.delta))
+        self.levels = self.lengths.sum(dim=1)  # [N] term tokens in all
+
+    def next_states(self, sentences: Tensor, states: Tensor, tokens: Tensor) -> Tensor:
+        """sentences [M], states [M, K], tokens [M] -> [M, K] the states after each token (a met term stays met)."""
+        lengths = self.lengths[sentences]                                       # [M, K]
+        terms = self.tokens[sentences]                                          # [M, K, T]
+        hit = terms == tokens[:, None, None]                                    # [M, K, T]
+        j = hit.long().argmax(dim=2)                                            # [M, K] a position of the token
+        s = states.clamp(max=terms.shape[2] - 1)
+        moved = self.delta[sentences[:, None], torch.arange(states.shape[1], device=states.device), s, j]
+        nxt = torch.where(hit.any(dim=2), moved, torch.zeros_like(moved))
+        return torch.where(states >= lengths, states, nxt)
+
+
+class TermHook(ScoreHook):
+    """See the module docstring."""
+
+    def __init__(self, terms: Sequence[Sequence[Term]], eos_id: int, device: torch.device) -> None:
+        self.eos_id = eos_id
+        self.tables = _TermTables(terms, device)
+        self.row_sentence = torch.arange(len(terms), device=device)                     # [R]
+        self.states = torch.zeros_like(self.tables.lengths)                              # [R, K]
+
+    def unmet(self) -> Tensor:
+        """[R] bool: the row misses some term."""
+        return (self.states < self.tables.lengths[self.row_sentence]).any(dim=1)
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        if self.states.shape[1]:
+            log_probs[:, self.eos_id].masked_fill_(self.unmet(), float("-inf"))
+        return log_probs
+
+    def allocation(self) -> Allocation | None:
+        if not self.states.shape[1]:  # no sentence of the batch has a term
+            return None
+        tables, sentences = self.tables, self.row_sentence
+        lengths = tables.lengths[sentences]                                              # [R, K]
+        position = self.states.clamp(max=max(tables.tokens.shape[2] - 1, 0))
+        following = tables.tokens[sentences].gather(2, position[:, :, None]).squeeze(2)      # [R, K]
+        extra = torch.where(self.states < lengths, following, torch.full_like(following, -1))
+
+        def progress(rows: Tensor, tokens: Tensor) -> Tensor:
+            return tables.next_states(sentences[rows], self.states[rows], tokens).sum(dim=1)
+
+        return Allocation(extra, progress, tables.levels)
+
+    def reorder(self, index: Tensor) -> None:
+        self.states = self.states.index_select(0, index)
+        self.row_sentence = self.row_sentence.index_select(0, index)
+
+    def advance(self, tokens: Tensor) -> None:
+        if self.states.shape[1]:
+            self.states = self.tables.next_states(self.row_sentence, self.states, tokens)
+
+    def select_sentences(self, keep: Tensor) -> None:
+        renumber = torch.full((len(self.tables.terms),), -1, dtype=torch.long, device=keep.device)
+        renumber[keep] = torch.arange(keep.numel(), device=keep.device)
+        self.row_sentence = renumber[self.row_sentence]
+        self.tables = _TermTables([self.tables.terms[i] for i in keep.tolist()], keep.device)
+        self.states = self.states[:, :self.tables.lengths.shape[1]]
+
+    def merge(self, other: ScoreHook) -> None:
+        if not isinstance(other, TermHook):
+            raise TypeError(f"a term hook merges with another term hook, not {other!r}")
+        width = max(self.states.shape[1], other.states.shape[1])
+
+        def widen(states: Tensor) -> Tensor:
+            return torch.nn.functional.pad(states, (0, width - states.shape[1]))
+
+        self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + len(self.tables.terms)])
+        self.states = torch.cat([widen(self.states), widen(other.states)])
+        self.tables = _TermTables(self.tables.terms + other.tables.terms, self.states.device)
+
+
+def term_hook_factory(terms: Sequence[Sequence[Term]], eos_id: int) -> HookFactory:
+    """A hook factory for decode_sources / translate_lines: every output of input index i contains each term of
+    terms[i] (token id sequences); a sentence that cannot meet them within its length limit gets no output."""
+    def factory(indices: Sequence[int], device: torch.device) -> ScoreHook:
+        return TermHook([terms[i] for i in indices], eos_id, device)
+
+    return factory
