@@ -46,7 +46,7 @@ def memory_kib(pid: int) -> dict[str, int]:
 def start_server(args) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli.lmbr", "serve", "--system", args.system, "--port", "0", "--threads",
-         str(args.threads), "--max-queue", str(args.max_queue), *(["--pool-sentences", str(args.pool_sentences)]
+         str(args.threads), "--max-queue", str(args.max_queue), "--refill", str(args.refill), *(["--pool-sentences", str(args.pool_sentences)]
                                                                    if args.pool_sentences else [])],
         stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "TQDM_DISABLE": "1"})
     match = re.search(r"on (http://[\d.]+:\d+)/", process.stderr.readline())
@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=1000, help="requests per level (at most)")
     p.add_argument("--seconds", type=float, default=300, help="seconds per level (at most)")
     p.add_argument("--pool-sentences", type=int, help="the server's --pool-sentences (default: the system's)")
+    p.add_argument("--refill", type=float, default=0.25, help="the server's --refill")
     p.add_argument("--max-queue", type=int, default=1024)
     p.add_argument("--probe-words", type=int, default=25, help="the one-sentence latency probe's length")
     p.add_argument("--probe-requests", type=int, default=30)
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     offline[probe] = offline.get(probe) or translator.translate_batch([probe])[0]
     source_words = sum(len(line.split()) for line in lines)
     report = {"machine": machine(args.threads), "system": system.name, "task": system.manifest["task"],
+              "server": {"refill": args.refill, "pool_sentences": args.pool_sentences, "max_queue": args.max_queue},
               "sentences": len(lines), "offline": {"seconds": round(offline_seconds, 3),
                                                    "words_per_minute": round(60 * source_words / offline_seconds, 1),
                                                    "phase_seconds": {k: round(v, 3)

@@ -16,9 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0: any free port, printed)")
     p.add_argument("--pool-sentences", type=positive_int,
                    help="sentences decoded together across requests (default: the system's batch_sentences)")
-    p.add_argument("--refill", type=float, default=1.0,
+    p.add_argument("--refill", type=float, default=0.25,
                    help="start waiting sentences when those decoding drop to this fraction of --pool-sentences "
-                        "(default 1: whenever there is room)")
+                        "(default 0.25; 1: whenever there is room; see docs/RESULTS.md, serve_load)")
     p.add_argument("--max-queue", type=positive_int, default=256,
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
     p.add_argument("--max-chars", type=positive_int, default=5000, help="characters per request (413 past it)")

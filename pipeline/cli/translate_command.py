@@ -32,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("models", nargs="*", help="checkpoint files, system.json, or NMT artifact folders (one ensemble)")
     p.add_argument("--system", help="an exported system folder (ExportSystem, reproduce-table --export): raw text "
                                     "through its whole chain; the other options but -i, -o, --timings, --device, "
-                                    "--threads and --batch-lines do not apply")
+                                    "--threads, --batch-lines and --terms do not apply")
+    p.add_argument("--terms", help="--system: a terminology, one 'source term<TAB>target term' a line: where a "
+                                   "source term occurs, the translation contains its target term (NMT systems)")
     p.add_argument("--batch-lines", type=positive_int, default=64,
                    help="--system: input lines per batch of the chain (memory is bounded by it)")
     p.add_argument("-i", "--input", default="-", help="input text, one segment a line (.gz allowed; - : stdin)")
@@ -123,6 +125,7 @@ def run_system(args: argparse.Namespace) -> int:
     import torch
 
     from pipeline.deploy.system import load_system
+    from pipeline.deploy.terms import Terminology
     from pipeline.deploy.translator import Translator
     from pipeline.io import write_json, write_lines
 
@@ -131,7 +134,9 @@ def run_system(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    translator = Translator(load_system(Path(args.system)), batch_lines=args.batch_lines, device=args.device)
+    system = load_system(Path(args.system))
+    terms = Terminology.load(Path(args.terms), _source_tokenizer(system)) if args.terms else None
+    translator = Translator(system, batch_lines=args.batch_lines, device=args.device, terms=terms)
     loaded = time.perf_counter()
     counted = {"lines": 0, "words": 0}
 
@@ -239,3 +244,10 @@ def run(args: argparse.Namespace) -> int:
           f"{stats['batch_sentences']} sentences per batch, {stats['device']}, {stats['threads']} threads)",
           file=sys.stderr)
     return 0
+
+
+def _source_tokenizer(system):
+    """The tokenize function of an exported system's source language."""
+    from pipeline.text import get_tokenizer
+
+    return get_tokenizer(system.language(system.source)["tokenizer"], system.source).tokenize

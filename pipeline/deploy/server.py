@@ -1,7 +1,9 @@
 """`lmbr serve`: an exported system over HTTP (Starlette on uvicorn), in LibreTranslate's API so that its clients
 work as they are.
 
-    POST /translate   {"q": "text" | ["line", ...], "source": "de" | "auto", "target": "en"}
+    POST /translate   {"q": "text" | ["line", ...], "source": "de" | "auto", "target": "en",
+                       "terms": "source term<TAB>target term<NEWLINE>..." | [["source term", "target term"], ...]}
+                      (terms optional: terminology constraints, pipeline/deploy/terms.py)
                       -> {"translatedText": "..." | [...]}; errors -> {"error": "..."}; the header Server-Timing
                       gives the request's milliseconds per phase (queue, preprocess, pbmt, posteriors, nmt)
     GET  /languages   [{"code": source, "name": ..., "targets": [target]}]
@@ -32,6 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from pipeline.deploy.service import Closed, DecodingService, Overloaded
+from pipeline.deploy.terms import Terminology
 from pipeline.errors import DataError
 
 __all__ = ["ServerLimits", "create_app"]
@@ -76,6 +79,21 @@ def _error(status: int, message: str, metrics: _Metrics, headers: dict | None = 
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
+def _terminology(terms, translator) -> Terminology | None:
+    """A request's `terms`: tab-separated text, or a list of [source, target] pairs."""
+    if isinstance(terms, list):
+        if not all(isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) and "\t" not in x
+                                                                     and "\n" not in x for x in pair)
+                   for pair in terms):
+            raise TypeError("a list of terms holds [source term, target term] pairs of strings")
+        terms = "\n".join("\t".join(pair) for pair in terms)
+    if not isinstance(terms, str):
+        raise TypeError("terms are tab-separated lines (a string) or a list of [source, target] pairs")
+    if not translator.system.kind.models:
+        raise DataError(f"{translator.system.name} is phrase-based: terminology constraints need an NMT system")
+    return Terminology.parse(terms, translator.source.tokenizer.tokenize, origin="line") if terms.strip() else None
+
+
 def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) -> Starlette:
     """The ASGI app of a running DecodingService (closed by the app's shutdown)."""
     system = service.translator.system
@@ -103,6 +121,12 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
             if value not in allowed:
                 return _error(400, f"field {field}: this server translates {source} to {target}, not "
                                    f"{value!r} (give {expected!r})", metrics)
+        terms = body.get("terms")
+        if terms is not None:
+            try:
+                terms = _terminology(terms, service.translator)
+            except (TypeError, DataError) as e:
+                return _error(400, f"field terms: {e}", metrics)
         lines = q.split("\n") if single else list(q)
         chars = sum(len(line) for line in lines)
         if chars > limits.max_chars:
@@ -110,7 +134,7 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
         if len(lines) > limits.max_lines:
             return _error(413, f"field q: {len(lines)} lines, over the limit of {limits.max_lines}", metrics)
         try:
-            future = service.submit(lines)
+            future = service.submit(lines, terms)
         except (Overloaded, Closed) as e:
             return _error(503, f"the server is busy ({e}): retry later", metrics,
                           {"Retry-After": str(limits.retry_after_seconds)})

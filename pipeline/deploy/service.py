@@ -2,19 +2,24 @@
 
     service = DecodingService(translator, pool_sentences=16, max_queue=256)
     future = service.submit(["Ein Satz.", "Noch einer."])   # concurrent.futures.Future of the translations
+    service.submit(lines, terms=Terminology.parse(...))     # with terminology constraints (terms.py)
     future.timings                                          # its seconds per phase: queue, preprocess, pbmt,
                                                             # posteriors, nmt (from its first sentence's start)
     service.close()                                         # finishes every accepted request, then stops
 
 Two threads, so that the caller (the server's event loop) never waits on decoding:
 
-- the preparing thread takes requests in arrival order and runs Translator.prepare on each (preprocessing, and for
-  the hybrids the PBMT lattices, posteriors, L and acceptors), then hands its sentences to the decoder;
+- the preparing thread takes the waiting requests in arrival order, as many as fit the translator's `batch_lines`,
+  and runs Translator.prepare on them in one call (preprocessing, and for the hybrids the PBMT lattices, posteriors,
+  L and acceptors, whose fixed costs per call are then shared), then hands their sentences to the decoder;
 - the decoding thread keeps a pool of BeamBatches (pipeline/decode/beam_search.py). When the sentences still
-  decoding drop to `refill` x `pool_sentences` (1, the default: whenever there is room), the waiting sentences, of
-  whichever requests, start a new batch; each step advances the batch with the least progress and merges batches
-  that reach the same step, exactly as decode_sources' streaming mode does for one file, so a new sentence catches
-  up with the running batch and joins its queries. A request is answered when its last sentence ends.
+  decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch;
+  each step advances the batch with the least progress and merges batches that reach the same step, exactly as
+  decode_sources' streaming mode does for one file, so new sentences catch up with the running batch and join its
+  queries. A new batch catches up alone, one small query per step, so refilling whenever there is room (refill 1)
+  spends most steps on batches of one sentence under steady load; the default 0.25 lets sentences gather first
+  (docs/RESULTS.md, serve_load: at 16 clients, 1.46x the throughput of refill 1 and a third of its p95 latency). A request is answered when its last sentence ends; a sentence
+  whose terms could not be met goes back to the front of the queue without them (Translator.missing_terms).
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Prepared, Translator
 
 __all__ = ["Closed", "DecodingService", "Overloaded"]
@@ -47,6 +53,7 @@ class Closed(Exception):
 class _Request:
     lines: list[str]
     future: Future
+    terms: Terminology | None = None
     texts: list[str] = field(default_factory=list)
     left: int = 0
     submitted: float = 0.0
@@ -68,7 +75,7 @@ class DecodingService:
     """See the module docstring."""
 
     def __init__(self, translator: Translator, pool_sentences: int = 16, max_queue: int = 256,
-                 refill: float = 1.0) -> None:
+                 refill: float = 0.25) -> None:
         if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1:
             raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1]")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
@@ -96,15 +103,15 @@ class DecodingService:
         """Sentences in the decoder's pool."""
         return self._decoding
 
-    def submit(self, lines: list[str]) -> Future:
-        """The future translations of `lines` (one string per line)."""
+    def submit(self, lines: list[str], terms: Terminology | None = None) -> Future:
+        """The future translations of `lines` (one string per line), under the terminology `terms` if given."""
         future: Future = Future()
         with self._lock:
             if self._closing:
                 raise Closed("the service is shutting down")
             if self._queued + len(lines) > self.max_queue:
                 raise Overloaded(f"{self._queued} sentences are waiting (at most {self.max_queue})")
-            request = _Request(list(lines), future, [""] * len(lines), len(lines), time.perf_counter())
+            request = _Request(list(lines), future, terms, [""] * len(lines), len(lines), time.perf_counter())
             if not lines:
                 future.set_result([])
                 return future
@@ -134,30 +141,51 @@ class DecodingService:
                 if not self._requests:
                     self._lock.notify_all()
                     return
-                request = self._requests.popleft()
-                self._preparing += 1
-            before = dict(self.translator.timings)
-            request.future.timings["queue"] = time.perf_counter() - request.submitted
-            try:
-                prepared = self.translator.prepare(request.lines)
-                request.future.timings.update({phase: self.translator.timings[phase] - before[phase]
-                                               for phase in ("preprocess", "pbmt", "posteriors")})
-            except Exception as e:  # a bad line fails its request only
-                with self._lock:
-                    self._queued -= len(request.lines)
-                    self._preparing -= 1
-                    self._lock.notify_all()
-                request.future.set_exception(e)
-                continue
+                requests = [self._requests.popleft()]  # and every waiting request that fits one prepare call
+                lines = len(requests[0].lines)
+                while self._requests and lines + len(self._requests[0].lines) <= self.translator.batch_lines:
+                    lines += len(self._requests[0].lines)
+                    requests.append(self._requests.popleft())
+                self._preparing += len(requests)
+            self._prepare(requests)
+
+    def _prepare(self, requests: list[_Request]) -> None:
+        """Prepares the requests in one call (PBMT, posteriors and L have fixed costs per call), and hands their
+        sentences to the decoder. If the call fails, each request is prepared alone, so a bad line fails only its
+        own request."""
+        before = dict(self.translator.timings)
+        now = time.perf_counter()
+        for request in requests:
+            request.future.timings["queue"] = now - request.submitted
+        try:
+            prepared = self.translator.prepare([line for request in requests for line in request.lines],
+                                               [request.terms for request in requests for _ in request.lines])
+        except Exception as e:
+            if len(requests) > 1:
+                for request in requests:
+                    self._prepare([request])
+                return
             with self._lock:
+                self._queued -= len(requests[0].lines)
                 self._preparing -= 1
-                for k, item in enumerate(prepared):
+                self._lock.notify_all()
+            requests[0].future.set_exception(e)
+            return
+        spent = {phase: self.translator.timings[phase] - before[phase] for phase in ("preprocess", "pbmt",
+                                                                                    "posteriors")}
+        with self._lock:
+            start = 0
+            for request in requests:
+                request.future.timings.update(spent)
+                self._preparing -= 1
+                for k, item in enumerate(prepared[start:start + len(request.lines)]):
                     if item.source_ids:
                         self._ready.append((request, k, item))
                     else:  # an empty line, or the PBMT system: nothing to decode
                         self._queued -= 1
                         request.done_one(k, item.pbmt if self.translator.models is None else "")
-                self._lock.notify_all()
+                start += len(request.lines)
+            self._lock.notify_all()
 
     def _decode_loop(self) -> None:
         from pipeline.decode.beam_search import BeamBatch
@@ -219,6 +247,12 @@ class DecodingService:
         ended = batch.step()
         for position, hyps in ended:
             request, k, item = entries[position]
+            if self.translator.missing_terms(item, hyps):  # once more, without its terms, before anything else
+                with self._lock:
+                    self._decoding -= 1
+                    self._queued += 1
+                    self._ready.appendleft((request, k, item))
+                continue
             text = self.translator.finish(item, hyps)
             with self._lock:
                 self._decoding -= 1

@@ -18,6 +18,11 @@ Two halves, so that a server can decode sentences of many requests together (pip
     finish(item, hypotheses) -> str postprocess: detokenize; an output with <unk> of a -lat system takes its words
                                     from the word lattice
 
+Terminology (terms.py): with `terms` (the translator's own, or per line in `prepare`), a line in which a source term
+occurs must contain its target term, as target subwords (pipeline/decode/terms.py). A sentence whose terms cannot
+all be met within its length limit (or, for a -lat system, on its lattice) is decoded again without them, with a
+warning that names the line and the term (`missing_terms`).
+
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
 """
@@ -26,13 +31,14 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import torch
 
 from pipeline.deploy.system import DeployedSystem
+from pipeline.deploy.terms import Term, Terminology
 from pipeline.errors import DataError
 from pipeline.text import BpeSegmenter, TextProcessor, Truecaser, get_tokenizer
 
@@ -55,16 +61,21 @@ class Prepared:
     lmatrix: Any = None          # LMatrix (LMBR systems)
     acceptor: Any = None         # Acceptor (-lat systems)
     lattice: Any = None          # the word Lattice (-lat systems: restoring <unk> words)
+    terms: list[tuple[Term, list[int]]] = field(default_factory=list)  # terms to meet, with their target ids
 
 
 class Translator:
     """Translates raw lines with an exported system (see the module docstring)."""
 
     def __init__(self, system: DeployedSystem, batch_lines: int = 64, device: str | None = None,
-                 workers: int = 1) -> None:
+                 workers: int = 1, terms: Terminology | None = None) -> None:
         if batch_lines < 1:
             raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
-        self.system, self.batch_lines, self.workers = system, batch_lines, workers
+        if terms is not None and not system.kind.models:
+            raise DataError(f"{system.name}: terminology constraints need an NMT system, not the phrase-based one")
+        self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms
+        self._term_ids: dict[str, list[int] | None] = {}
+        self._target_bpe: BpeSegmenter | None = None
         self.timings = {phase: 0.0 for phase in PHASES}
         self.lines_seen = 0
         self.source = self._processor(system.source, system.path(f"text/codes.{system.source}"))
@@ -135,18 +146,16 @@ class Translator:
 
     def translate_batch(self, lines: list[str]) -> list[str]:
         """The translations of one batch of raw lines."""
-        from pipeline.decode.batching import decode_sources
-
         prepared = self.prepare(lines)
         if self.models is None:
             return [item.pbmt for item in prepared]
         clock = time.perf_counter()
         decoded = [k for k, item in enumerate(prepared) if item.source_ids]
-        decode = self.system.settings.decode
-        factory = self.hooks([prepared[k] for k in decoded])
-        results = decode_sources(self.models.ensemble, [prepared[k].source_ids for k in decoded], self.settings,
-                                 decode["batch_sentences"], decode["sort"], self.models.device, factory,
-                                 streaming=decode["streaming"], refill=decode["refill"])
+        results = self._decode([prepared[k] for k in decoded])
+        failed = [j for j, k in enumerate(decoded) if self.missing_terms(prepared[k], results[j])]
+        if failed:  # decoded again without their terms
+            for j, hyps in zip(failed, self._decode([prepared[decoded[j]] for j in failed])):
+                results[j] = hyps
         clock = self._tick("nmt", clock)
         texts = [""] * len(prepared)
         for k, hyps in zip(decoded, results):
@@ -154,14 +163,24 @@ class Translator:
         self._tick("postprocess", clock)
         return texts
 
+    def _decode(self, items: list[Prepared]) -> list:
+        from pipeline.decode.batching import decode_sources
+
+        decode = self.system.settings.decode
+        return decode_sources(self.models.ensemble, [item.source_ids for item in items], self.settings,
+                              decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(items),
+                              streaming=decode["streaming"], refill=decode["refill"])
+
     def _tick(self, phase: str, since: float) -> float:
         now = time.perf_counter()
         self.timings[phase] += now - since
         return now
 
     # ------------------------------------------------------------------------------------------------ prepare
-    def prepare(self, lines: Sequence[str]) -> list[Prepared]:
-        """Preprocessing, PBMT and posteriors of a batch of raw lines (numbered on from earlier batches)."""
+    def prepare(self, lines: Sequence[str],
+                terms: Sequence[Terminology | None] | None = None) -> list[Prepared]:
+        """Preprocessing, PBMT and posteriors of a batch of raw lines (numbered on from earlier batches); terms:
+        the terminology of each line (default: the translator's own)."""
         from pipeline.decode.scores import max_output_lengths
 
         clock = time.perf_counter()
@@ -173,6 +192,10 @@ class Translator:
             ids = self.models.src_vocab.encode(subwords) + [self.models.src_vocab.eos_id] if subwords else []
             prepared.append(Prepared(first + k, subwords, ids))
         if self.models is not None:
+            for item, line, terminology in zip(prepared, lines, terms or [self.terms] * len(lines)):
+                if terminology is not None and item.source_ids:
+                    item.terms = self._terms_of(terminology, line, item.line)
+        if self.models is not None:
             self._check_positions(prepared)
             limits = max_output_lengths(torch.tensor([len(p.subwords) + 1 for p in prepared]),
                                         self.settings.max_length_a, self.settings.max_length_b, self._positions())
@@ -183,6 +206,47 @@ class Translator:
             with tempfile.TemporaryDirectory(prefix="lmbr-translate-") as tmp:
                 self._lattices(words, prepared, Path(tmp), clock)
         return prepared
+
+    def _terms_of(self, terminology: Terminology, line: str, number: int) -> list[tuple[Term, list[int]]]:
+        """The terms whose source occurs in the line, with their target ids (those with a subword the NMT does not
+        know are left out, with a warning: the model cannot write them)."""
+        found = []
+        for term in terminology.matches(self.source.tokenizer.tokenize(line)):
+            ids = self._target_ids(term.target)
+            if ids is None:
+                _LOG.warning("%s, line %d: term %r -> %r (%s): a subword of the target term is not in the NMT "
+                             "vocabulary; left out", self.system.name, number, " ".join(term.source), term.target,
+                             term.origin)
+            else:
+                found.append((term, ids))
+        return found
+
+    def _target_ids(self, text: str) -> list[int] | None:
+        if text not in self._term_ids:
+            if self._target_bpe is None:
+                self._target_bpe = BpeSegmenter(self.system.path(f"text/codes.{self.system.target}"))
+            vocab = self.models.tgt_vocab
+            ids = vocab.encode(self._target_bpe.segment(self.target.tokenizer.tokenize(text)))
+            self._term_ids[text] = None if not ids or vocab.unk_id in ids else ids
+        return self._term_ids[text]
+
+    def missing_terms(self, item: Prepared, hypotheses: list) -> list[Term]:
+        """The item's terms that its best hypothesis lacks (all of them when the search found none). If any, they
+        are warned about and dropped from the item, which is then to be decoded again without them."""
+        from pipeline.decode.terms import contains
+
+        if not item.terms:
+            return []
+        best = hypotheses[0].tokens if hypotheses else ()
+        missing = [term for term, ids in item.terms if not contains(best, ids)]
+        if missing:
+            for term in missing:
+                _LOG.warning("%s, line %d: term %r -> %r (%s) cannot be met within the length limit%s: the "
+                             "translation without its terms is given", self.system.name, item.line,
+                             " ".join(term.source), term.target, term.origin,
+                             " on the lattice" if self.system.kind.constrained else "")
+            item.terms = []
+        return missing
 
     def _positions(self) -> int | None:
         from pipeline.decode.batching import position_limit
@@ -248,9 +312,10 @@ class Translator:
         from pipeline.decode.constraints import acceptor_hook_factory
         from pipeline.decode.hooks import chain_factories
         from pipeline.decode.lmbr import lmbr_hook_factory
+        from pipeline.decode.terms import term_hook_factory
 
         kind, lmbr, vocab = self.system.kind, self.system.settings.lmbr, self.models.tgt_vocab
-        scorer = constrain = None
+        scorer = constrain = terms = None
         if kind.lmbr:
             scorer = lmbr_hook_factory(_Matrices(items), vocab.bos_id, vocab_size=len(vocab), gains=lmbr["gains"])
         if kind.constrained:
@@ -259,7 +324,9 @@ class Translator:
 
             constrain = acceptor_hook_factory([item.acceptor for item in items], [item.limit for item in items],
                                               vocab.eos_id, warn, lmbr["lattice_weight"])
-        return chain_factories([scorer, constrain])
+        if any(item.terms for item in items):
+            terms = term_hook_factory([[ids for _, ids in item.terms] for item in items], vocab.eos_id)
+        return chain_factories([scorer, constrain, terms])
 
     def finish(self, item: Prepared, hypotheses: list) -> str:
         """The detokenized text of a sentence's best hypothesis ("" when there is none)."""

@@ -182,3 +182,23 @@ def test_the_page_translates_what_is_typed_in_a_real_browser(exported_systems):
             browser.close()
     finally:
         assert server.stop() == 0
+
+
+def test_terms_in_a_request_appear_in_its_translation_and_bad_terms_are_400(lnmt, exported_systems):
+    from tests.pipeline.deploy.test_terms import TOKENIZE_DE, has_term, seeded_terms
+
+    server, raw, offline = lnmt
+    pairs = seeded_terms(exported_systems[0], raw, count=4)
+    lines = [line for line in raw[:4] if any(s in TOKENIZE_DE(line) for s, _ in pairs)]
+    answer = httpx.post(f"{server.url}/translate", json={**request(lines), "terms": [list(p) for p in pairs]},
+                        timeout=120)
+    assert answer.status_code == 200, answer.text
+    for line, text in zip(lines, answer.json()["translatedText"]):
+        assert all(has_term(text, t) for s, t in pairs if s in TOKENIZE_DE(line)), (line, text)
+    for terms, message in (("Haus house", "field terms: line:1: expected 'source term<TAB>target term'"),
+                           ([["Haus"]], "field terms: a list of terms holds [source term, target term] pairs"),
+                           (7, "field terms: terms are tab-separated lines")):
+        bad = httpx.post(f"{server.url}/translate", json={**request(raw[0]), "terms": terms})
+        assert (bad.status_code, message in bad.json()["error"]) == (400, True), bad.text
+    plain = httpx.post(f"{server.url}/translate", json=request(raw[0]), timeout=120)
+    assert plain.json()["translatedText"] == offline[raw[0]]
