@@ -1,9 +1,12 @@
 """Terminology constraints: every hypothesis that ends must contain each of its sentence's target terms.
 
 A score hook (hooks.py). Each sentence has K terms, each a sequence of target token ids. Every row follows, per
-term, the term's Knuth-Morris-Pratt automaton: its state is the length of the longest prefix of the term that ends
-the row's history, and the length of the term once the term has occurred (then it stays met). So a term counts
-wherever it occurs, in any order, and a row that drifts off a term resumes it where the automaton says.
+term, the term's string-matching automaton (Knuth-Morris-Pratt's): its state is the length of the longest prefix
+of the term that ends the row's history and starts at a word boundary, and the length of the term once the term
+has occurred (then it stays met). So a term counts wherever it occurs, in any order, and a row that drifts off a
+term resumes it where the automaton says. Word boundaries: with subwords, a term must not start inside a word
+("Poliz" + "erzählte" holds the subwords of "erzählte" but not the word); `final` [V] says which tokens end a word
+(BOS counts as one), and a term may start only after one of them (None: anywhere).
 
     scores     EOS is -inf on rows with an unmet term, even at the length limit: a row that misses a term then
                has no candidate left, and a sentence whose every row does returns no hypothesis (the caller falls
@@ -20,7 +23,7 @@ tables (tokens [N, K, M], lengths [N, K], the automata's transitions [N, K, M, M
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -33,37 +36,38 @@ __all__ = ["TermHook", "contains", "term_automaton", "term_hook_factory"]
 Term = Sequence[int]
 
 
-def term_automaton(term: Term) -> list[list[int]]:
+def term_automaton(term: Term, final: Callable[[int], bool] = lambda token: True) -> list[list[int]]:
     """delta[s][j]: the state after reading token term[j] in state s (0 <= s < len(term)); any token not in the
-    term leads to state 0. The Knuth-Morris-Pratt automaton, with len(term) meaning "the term has occurred"."""
+    term leads to state 0; len(term) means "the term has occurred". The state is the longest k such that term[:k]
+    ends term[:s] + [term[j]] and starts at a word boundary: at the start of the current match (checked when the
+    match began), or after a token of the term that is `final`. From state 0 the result is 0 or 1, and a 1 still
+    needs the row's previous token to be final (TermHook checks it). Terms are short: plain search, O(len^3)."""
     length = len(term)
-    fail = [0] * (length + 1)  # fail[s]: the longest proper border of term[:s]
-    k = 0
-    for s in range(1, length):
-        while k and term[s] != term[k]:
-            k = fail[k]
-        k += term[s] == term[k]
-        fail[s + 1] = k
-
-    def step(s: int, token: int) -> int:
-        while s and term[s] != token:
-            s = fail[s]
-        return s + (term[s] == token)
-
-    return [[step(s, token) for token in term] for s in range(length)]
+    delta = []
+    for s in range(length):
+        row = []
+        for token in term:
+            read = tuple(term[:s]) + (token,)
+            row.append(next((k for k in range(min(s + 1, length), 0, -1)
+                             if read[s + 1 - k:] == tuple(term[:k]) and (s + 1 - k == 0 or final(read[s - k]))), 0))
+        delta.append(row)
+    return delta
 
 
-def contains(tokens: Sequence[int], term: Term) -> bool:
-    """Whether `term` occurs in `tokens` as a contiguous sequence."""
+def contains(tokens: Sequence[int], term: Term, final: Callable[[int], bool] = lambda token: True) -> bool:
+    """Whether `term` occurs in `tokens` as a contiguous sequence, starting at a word boundary (the first token, or
+    after a `final` token)."""
     n = len(term)
-    return n == 0 or any(tuple(tokens[i:i + n]) == tuple(term) for i in range(len(tokens) - n + 1))
+    return n == 0 or any(tuple(tokens[i:i + n]) == tuple(term) and (i == 0 or final(tokens[i - 1]))
+                         for i in range(len(tokens) - n + 1))
 
 
 class _TermTables:
     """The terms of N sentences, padded to K terms of M tokens (a padded term has length 0: met from the start)."""
 
-    def __init__(self, terms: Sequence[Sequence[Term]], device: torch.device) -> None:
-        self.terms = [list(map(tuple, t)) for t in terms]
+    def __init__(self, terms: Sequence[Sequence[Term]], final: Tensor | None, device: torch.device) -> None:
+        self.terms, self.final = [list(map(tuple, t)) for t in terms], final
+        is_final = (lambda token: bool(final[token])) if final is not None else (lambda token: True)
         n, k = len(terms), max((len(t) for t in terms), default=0)
         m = max((len(term) for t in terms for term in t), default=1)
         self.tokens = torch.full((n, k, m), -1, dtype=torch.long)
@@ -73,30 +77,35 @@ class _TermTables:
             for j, term in enumerate(sentence):
                 self.tokens[s, j, :len(term)] = torch.tensor(term)
                 self.lengths[s, j] = len(term)
-                self.delta[s, j, :len(term), :len(term)] = torch.tensor(term_automaton(term))
+                self.delta[s, j, :len(term), :len(term)] = torch.tensor(term_automaton(term, is_final))
         self.tokens, self.lengths, self.delta = (x.to(device) for x in (self.tokens, self.lengths, self.delta))
         self.levels = self.lengths.sum(dim=1)  # [N] term tokens in all
 
-    def next_states(self, sentences: Tensor, states: Tensor, tokens: Tensor) -> Tensor:
-        """sentences [M], states [M, K], tokens [M] -> [M, K] the states after each token (a met term stays met)."""
+    def next_states(self, sentences: Tensor, states: Tensor, tokens: Tensor, boundary: Tensor) -> Tensor:
+        """sentences [M], states [M, K], tokens [M], boundary [M] (the token before ends a word) -> [M, K] the
+        states after each token (a met term stays met; a term starts only at a boundary)."""
         lengths = self.lengths[sentences]                                       # [M, K]
         terms = self.tokens[sentences]                                          # [M, K, T]
         hit = terms == tokens[:, None, None]                                    # [M, K, T]
         j = hit.long().argmax(dim=2)                                            # [M, K] a position of the token
         s = states.clamp(max=terms.shape[2] - 1)
         moved = self.delta[sentences[:, None], torch.arange(states.shape[1], device=states.device), s, j]
-        nxt = torch.where(hit.any(dim=2), moved, torch.zeros_like(moved))
+        nxt = torch.where(hit.any(dim=2) & ((states > 0) | boundary[:, None]), moved, torch.zeros_like(moved))
         return torch.where(states >= lengths, states, nxt)
 
 
 class TermHook(ScoreHook):
     """See the module docstring."""
 
-    def __init__(self, terms: Sequence[Sequence[Term]], eos_id: int, device: torch.device) -> None:
+    def __init__(self, terms: Sequence[Sequence[Term]], eos_id: int, device: torch.device,
+                 final: Tensor | None = None) -> None:
+        """final: [V] bool, the tokens that end a word (None: a term may start anywhere)."""
         self.eos_id = eos_id
-        self.tables = _TermTables(terms, device)
+        self.final = final.to(device) if final is not None else None
+        self.tables = _TermTables(terms, self.final, device)
         self.row_sentence = torch.arange(len(terms), device=device)                     # [R]
         self.states = torch.zeros_like(self.tables.lengths)                              # [R, K]
+        self.boundary = torch.ones(len(terms), dtype=torch.bool, device=device)         # [R] after BOS: yes
 
     def unmet(self) -> Tensor:
         """[R] bool: the row misses some term."""
@@ -117,23 +126,25 @@ class TermHook(ScoreHook):
         extra = torch.where(self.states < lengths, following, torch.full_like(following, -1))
 
         def progress(rows: Tensor, tokens: Tensor) -> Tensor:
-            return tables.next_states(sentences[rows], self.states[rows], tokens).sum(dim=1)
+            return tables.next_states(sentences[rows], self.states[rows], tokens, self.boundary[rows]).sum(dim=1)
 
         return Allocation(extra, progress, tables.levels)
 
     def reorder(self, index: Tensor) -> None:
         self.states = self.states.index_select(0, index)
         self.row_sentence = self.row_sentence.index_select(0, index)
+        self.boundary = self.boundary.index_select(0, index)
 
     def advance(self, tokens: Tensor) -> None:
         if self.states.shape[1]:
-            self.states = self.tables.next_states(self.row_sentence, self.states, tokens)
+            self.states = self.tables.next_states(self.row_sentence, self.states, tokens, self.boundary)
+        self.boundary = self.final[tokens] if self.final is not None else self.boundary
 
     def select_sentences(self, keep: Tensor) -> None:
         renumber = torch.full((len(self.tables.terms),), -1, dtype=torch.long, device=keep.device)
         renumber[keep] = torch.arange(keep.numel(), device=keep.device)
         self.row_sentence = renumber[self.row_sentence]
-        self.tables = _TermTables([self.tables.terms[i] for i in keep.tolist()], keep.device)
+        self.tables = _TermTables([self.tables.terms[i] for i in keep.tolist()], self.final, keep.device)
         self.states = self.states[:, :self.tables.lengths.shape[1]]
 
     def merge(self, other: ScoreHook) -> None:
@@ -146,13 +157,15 @@ class TermHook(ScoreHook):
 
         self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + len(self.tables.terms)])
         self.states = torch.cat([widen(self.states), widen(other.states)])
-        self.tables = _TermTables(self.tables.terms + other.tables.terms, self.states.device)
+        self.boundary = torch.cat([self.boundary, other.boundary])
+        self.tables = _TermTables(self.tables.terms + other.tables.terms, self.final, self.states.device)
 
 
-def term_hook_factory(terms: Sequence[Sequence[Term]], eos_id: int) -> HookFactory:
+def term_hook_factory(terms: Sequence[Sequence[Term]], eos_id: int, final: Tensor | None = None) -> HookFactory:
     """A hook factory for decode_sources / translate_lines: every output of input index i contains each term of
-    terms[i] (token id sequences); a sentence that cannot meet them within its length limit gets no output."""
+    terms[i] (token id sequences), starting after a `final` token ([V] bool; None: anywhere); a sentence that
+    cannot meet them within its length limit gets no output."""
     def factory(indices: Sequence[int], device: torch.device) -> ScoreHook:
-        return TermHook([terms[i] for i in indices], eos_id, device)
+        return TermHook([terms[i] for i in indices], eos_id, device, final)
 
     return factory

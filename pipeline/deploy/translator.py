@@ -76,6 +76,7 @@ class Translator:
         self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms
         self._term_ids: dict[str, list[int] | None] = {}
         self._target_bpe: BpeSegmenter | None = None
+        self._word_final: torch.Tensor | None = None   # [V] bool: target subwords that end a word
         self.timings = {phase: 0.0 for phase in PHASES}
         self.lines_seen = 0
         self.source = self._processor(system.source, system.path(f"text/codes.{system.source}"))
@@ -144,9 +145,9 @@ class Translator:
         if batch:
             yield from self.translate_batch(batch)
 
-    def translate_batch(self, lines: list[str]) -> list[str]:
-        """The translations of one batch of raw lines."""
-        prepared = self.prepare(lines)
+    def translate_batch(self, lines: list[str], terms: Sequence[Terminology | None] | None = None) -> list[str]:
+        """The translations of one batch of raw lines (terms: each line's terminology; default the translator's)."""
+        prepared = self.prepare(lines, terms)
         if self.models is None:
             return [item.pbmt for item in prepared]
         clock = time.perf_counter()
@@ -237,8 +238,8 @@ class Translator:
 
         if not item.terms:
             return []
-        best = hypotheses[0].tokens if hypotheses else ()
-        missing = [term for term, ids in item.terms if not contains(best, ids)]
+        best, final = (hypotheses[0].tokens if hypotheses else ()), self.word_final()
+        missing = [term for term, ids in item.terms if not contains(best, ids, lambda token: bool(final[token]))]
         if missing:
             for term in missing:
                 _LOG.warning("%s, line %d: term %r -> %r (%s) cannot be met within the length limit%s: the "
@@ -247,6 +248,14 @@ class Translator:
                              " on the lattice" if self.system.kind.constrained else "")
             item.terms = []
         return missing
+
+    def word_final(self) -> torch.Tensor:
+        """[V] bool: the target subwords that end a word (no BPE separator): a term starts only after one."""
+        if self._word_final is None:
+            from pipeline.text.bpe import SEPARATOR
+
+            self._word_final = torch.tensor([not token.endswith(SEPARATOR) for token in self.models.tgt_vocab.tokens])
+        return self._word_final
 
     def _positions(self) -> int | None:
         from pipeline.decode.batching import position_limit
@@ -325,7 +334,8 @@ class Translator:
             constrain = acceptor_hook_factory([item.acceptor for item in items], [item.limit for item in items],
                                               vocab.eos_id, warn, lmbr["lattice_weight"])
         if any(item.terms for item in items):
-            terms = term_hook_factory([[ids for _, ids in item.terms] for item in items], vocab.eos_id)
+            terms = term_hook_factory([[ids for _, ids in item.terms] for item in items], vocab.eos_id,
+                                      self.word_final())
         return chain_factories([scorer, constrain, terms])
 
     def finish(self, item: Prepared, hypotheses: list) -> str:

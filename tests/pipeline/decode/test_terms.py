@@ -19,29 +19,56 @@ from tests.pipeline.decode.test_lmbr import VOCAB as LMBR_VOCAB, Store, matrices
 torch.set_num_threads(1)
 
 
-def longest_prefix_suffix(stream: list[int], term: tuple[int, ...]) -> int:
-    """Brute force: the longest prefix of term that ends the stream (len(term) once the term has occurred)."""
-    if contains(stream, term):
+def longest_prefix_suffix(stream: list[int], term: tuple[int, ...], final) -> int:
+    """Brute force: the longest prefix of term that ends the stream and starts at a word boundary (len(term) once
+    the term has occurred at one)."""
+    def boundary(start: int) -> bool:
+        return start == 0 or final(stream[start - 1])
+
+    if any(tuple(stream[i:i + len(term)]) == term and boundary(i) for i in range(len(stream))):
         return len(term)
-    return max(k for k in range(len(term)) if k == 0 or tuple(stream[len(stream) - k:]) == term[:k])
+    return max(k for k in range(len(term))
+               if k == 0 or (tuple(stream[len(stream) - k:]) == term[:k] and boundary(len(stream) - k)))
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_the_term_automaton_tracks_the_longest_matched_prefix(seed):
+@pytest.mark.parametrize("seed", range(40))
+def test_the_term_automaton_tracks_the_longest_matched_prefix_at_a_word_boundary(seed):
     rng = random.Random(seed)
+    final = (lambda token: token != 4) if seed % 2 else (lambda token: True)  # token 4: a subword inside a word
     term = tuple(rng.choice([3, 4]) for _ in range(rng.randint(1, 5)))
-    delta = term_automaton(term)
-    state, stream = 0, []
-    for _ in range(30):
+    delta = term_automaton(term, final)
+    state, stream, after_boundary = 0, [], True
+    for _ in range(40):
         token = rng.choice([3, 4, 5])
         stream.append(token)
         if state < len(term):
-            state = delta[state][term.index(token)] if token in term else 0
-        assert state == longest_prefix_suffix(stream, term)
+            state = delta[state][term.index(token)] if token in term and (state or after_boundary) else 0
+        after_boundary = final(token)
+        assert state == longest_prefix_suffix(stream, term, final), (term, stream)
+        assert (state == len(term)) == contains(stream, term, final)
 
 
-def test_contains_finds_contiguous_occurrences_only():
+def test_contains_finds_contiguous_occurrences_at_word_boundaries_only():
     assert contains([5, 3, 4, 6], (3, 4)) and contains([3], ()) and not contains([3, 5, 4], (3, 4))
+    assert not contains([5, 3, 4], (3, 4), final=lambda token: token != 5)  # 5 is a word's first part
+    assert contains([5, 3, 4], (5, 3), final=lambda token: token != 5)
+
+
+def test_a_term_never_starts_inside_a_word():
+    """Token 3 ends no word (a subword with the BPE separator): the term (4,) must follow another token or BOS."""
+    vocab = 6
+    model = PrefixModel(vocab=vocab, seed=3)
+    sources = random_sources(8, seed=2, vocab=9)
+    final = torch.tensor([True, True, True, False, True, True])
+    settings = SearchSettings(beam=3, max_length_a=1.0, max_length_b=6)
+
+    def at_a_boundary(tokens) -> bool:
+        return any(t == 4 and (i == 0 or tokens[i - 1] != 3) for i, t in enumerate(tokens))
+
+    got = decode_sources(model, sources, settings, hook_factory=term_hook_factory([[(4,)]] * 8, EOS, final))
+    assert all(at_a_boundary(hyps[0].tokens) for hyps in got)
+    anywhere = decode_sources(model, sources, settings, hook_factory=term_hook_factory([[(4,)]] * 8, EOS))
+    assert not all(at_a_boundary(hyps[0].tokens) for hyps in anywhere)  # the test can fail
 
 
 def satisfied(tokens, terms) -> bool:

@@ -96,6 +96,9 @@ def test_a_term_beyond_the_length_limit_gives_the_plain_translation_with_a_warni
     assert got == plain
     assert any("line 2" in r.getMessage() and "terms.tsv:1" in r.getMessage() and "cannot be met" in r.getMessage()
                for r in caplog.records)
+    service = DecodingService(Translator(system), pool_sentences=2)  # the service decodes it again, too
+    assert service.submit(raw[:3], terms).result(timeout=120) == plain
+    service.close()
 
 
 def test_terms_need_an_nmt_system(exported_systems):
