@@ -89,8 +89,6 @@ def _terminology(terms, translator) -> Terminology | None:
         terms = "\n".join("\t".join(pair) for pair in terms)
     if not isinstance(terms, str):
         raise TypeError("terms are tab-separated lines (a string) or a list of [source, target] pairs")
-    if not translator.system.kind.models:
-        raise DataError(f"{translator.system.name} is phrase-based: terminology constraints need an NMT system")
     return Terminology.parse(terms, translator.source.tokenizer.tokenize, origin="line") if terms.strip() else None
 
 

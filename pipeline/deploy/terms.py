@@ -3,6 +3,7 @@
     terms = Terminology.load(Path("terms.tsv"))        # one "source term<TAB>target term" per line
     terms = Terminology.parse(text, origin="request")   # the same format from a string (a request's `terms`)
     terms.matches(tokenized_words)                      # the entries whose source term occurs in a line
+    terms.find(tokenized_words)                         # the same, with the span of each (PBMT's forced options)
 
 Blank lines and lines starting with '#' are skipped. A line without exactly one tab, or with an empty side, is a
 DataError naming origin:line. Source terms are matched on the tokenizer's words, so "New York" also matches "New
@@ -71,6 +72,10 @@ class Terminology:
 
     def matches(self, words: Sequence[str]) -> list[Term]:
         """The terms whose source words occur in `words` (a line's tokenized words), each once, in file order."""
+        return [term for term, _ in self.find(words)]
+
+    def find(self, words: Sequence[str]) -> list[tuple[Term, tuple[int, int]]]:
+        """Each term that occurs in `words`, with the span (first, last word) of its first occurrence."""
         folded = [words[0].lower(), *words[1:]] if words else []
         found = []
         for term in self.terms:
@@ -79,6 +84,6 @@ class Terminology:
             for i in range(len(words) - n + 1):
                 window = tuple(words[i:i + n])
                 if window == term.source or (i == 0 and tuple(folded[:n]) == first):
-                    found.append(term)
+                    found.append((term, (i, i + n - 1)))
                     break
         return found

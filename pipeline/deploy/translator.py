@@ -19,9 +19,12 @@ Two halves, so that a server can decode sentences of many requests together (pip
                                     from the word lattice
 
 Terminology (terms.py): with `terms` (the translator's own, or per line in `prepare`), a line in which a source term
-occurs must contain its target term, as target subwords (pipeline/decode/terms.py). A sentence whose terms cannot
-all be met within its length limit (or, for a -lat system, on its lattice) is decoded again without them, with a
-warning that names the line and the term (`missing_terms`).
+occurs must contain its target term, in both halves of a hybrid. The PBMT decodes the term's source span with the
+target term as its only option (Moses' XML input, exclusive; pipeline/smt/options.py), so the lattices, and with
+them L and the acceptors, agree with the term; the NMT search must write the term's subwords
+(pipeline/decode/terms.py). A sentence whose terms cannot all be met within its length limit (or, for a -lat
+system, on its lattice) is decoded again without them, with a warning that names the line and the term
+(`missing_terms`). Where two terms' source spans overlap, the PBMT forces only the first.
 
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
@@ -62,6 +65,7 @@ class Prepared:
     acceptor: Any = None         # Acceptor (-lat systems)
     lattice: Any = None          # the word Lattice (-lat systems: restoring <unk> words)
     terms: list[tuple[Term, list[int]]] = field(default_factory=list)  # terms to meet, with their target ids
+    forced: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)  # PBMT: span -> target words
 
 
 class Translator:
@@ -71,8 +75,6 @@ class Translator:
                  workers: int = 1, terms: Terminology | None = None) -> None:
         if batch_lines < 1:
             raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
-        if terms is not None and not system.kind.models:
-            raise DataError(f"{system.name}: terminology constraints need an NMT system, not the phrase-based one")
         self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms
         self._term_ids: dict[str, list[int] | None] = {}
         self._target_bpe: BpeSegmenter | None = None
@@ -192,10 +194,9 @@ class Translator:
             subwords = self.source.subwords(w) if self.models is not None else []
             ids = self.models.src_vocab.encode(subwords) + [self.models.src_vocab.eos_id] if subwords else []
             prepared.append(Prepared(first + k, subwords, ids))
-        if self.models is not None:
-            for item, line, terminology in zip(prepared, lines, terms or [self.terms] * len(lines)):
-                if terminology is not None and item.source_ids:
-                    item.terms = self._terms_of(terminology, line, item.line)
+        for item, line, terminology in zip(prepared, lines, terms or [self.terms] * len(lines)):
+            if terminology is not None and line.strip():
+                self._terms_of(item, terminology, line)
         if self.models is not None:
             self._check_positions(prepared)
             limits = max_output_lengths(torch.tensor([len(p.subwords) + 1 for p in prepared]),
@@ -208,19 +209,21 @@ class Translator:
                 self._lattices(words, prepared, Path(tmp), clock)
         return prepared
 
-    def _terms_of(self, terminology: Terminology, line: str, number: int) -> list[tuple[Term, list[int]]]:
-        """The terms whose source occurs in the line, with their target ids (those with a subword the NMT does not
-        know are left out, with a warning: the model cannot write them)."""
-        found = []
-        for term in terminology.matches(self.source.tokenizer.tokenize(line)):
+    def _terms_of(self, item: Prepared, terminology: Terminology, line: str) -> None:
+        """The item's terms: the forced spans of the PBMT, and the target ids of the NMT search (a term with a subword
+        the NMT does not know is left out of the NMT's, with a warning: the model cannot write it)."""
+        for term, (first, last) in terminology.find(self.source.tokenizer.tokenize(line)):
+            if self.pbmt is not None and all(last < a or first > b for a, b in item.forced):
+                item.forced[(first, last)] = tuple(self.target.tokenizer.tokenize(term.target))
+            if self.models is None or not item.source_ids:
+                continue
             ids = self._target_ids(term.target)
             if ids is None:
                 _LOG.warning("%s, line %d: term %r -> %r (%s): a subword of the target term is not in the NMT "
-                             "vocabulary; left out", self.system.name, number, " ".join(term.source), term.target,
-                             term.origin)
+                             "vocabulary; left out", self.system.name, item.line, " ".join(term.source),
+                             term.target, term.origin)
             else:
-                found.append((term, ids))
-        return found
+                item.terms.append((term, ids))
 
     def _target_ids(self, text: str) -> list[int] | None:
         if text not in self._term_ids:
@@ -277,7 +280,8 @@ class Translator:
 
         table, lm, weights, settings = self.pbmt
         decoder = Decoder(table.filter(words), lm, weights, settings)
-        results = decode_all(Job(decoder, words, lattice_dir=tmp / "lattices"), self.workers, desc="pbmt")
+        results = decode_all(Job(decoder, words, lattice_dir=tmp / "lattices",
+                                 forced=[item.forced for item in prepared]), self.workers, desc="pbmt")
         for item, result in zip(prepared, results):
             item.pbmt = self.target.postprocess(list(result.best.words), subword=False)
         clock = self._tick("pbmt", clock)

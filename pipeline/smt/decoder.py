@@ -21,7 +21,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import kenlm
 import numpy as np
@@ -138,12 +138,14 @@ class Decoder:
         self._weights = weights
         self.options = OptionCache(self.table, self.lm, weights, self.settings.options_per_phrase)
 
-    def decode(self, words: Sequence[str]) -> SearchGraph:
+    def decode(self, words: Sequence[str], forced: Mapping[tuple[int, int], tuple[str, ...]] | None = None
+               ) -> SearchGraph:
+        """The search graph of one sentence; forced: spans whose one translation is given (collect_options)."""
         started = time.perf_counter()
         words = list(words)
         if not words:
             return self._single_path(words, [], np.zeros(len(FEATURES)), {"empty": True})
-        opts = collect_options(words, self.options)
+        opts = collect_options(words, self.options, forced)
         future = FutureCosts(span_table(opts.best_by_span(len(words))))
         end, stats = self._search(words, opts, future)
         if end is None or not end[ARCS]:

@@ -9,7 +9,7 @@ covers gets a pass-through option (the source word itself, ``unknown`` = -1), as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import kenlm
 import numpy as np
@@ -92,6 +92,18 @@ class OptionCache:
         self.phrases[source] = entries
         return entries
 
+    def forced(self, source: str, target: tuple[str, ...]) -> list[tuple]:
+        """The one option of a forced span (collect_options): its phrase-table scores when the table has the
+        pair, else probability 1 (log 0) for the four translation features."""
+        static = np.zeros((1, len(FEATURES)))
+        static[0, PHRASE], static[0, WORD] = 1.0, -len(target)
+        found = self.table.lookup(source)
+        for text, scores in zip(*found) if found is not None else ():
+            if tuple(text.split()) == target:
+                static[0, TM] = scores
+                break
+        return self.score([target], static)
+
     def score(self, targets: list[tuple[str, ...]], static: np.ndarray) -> list[tuple]:
         estimates = self.estimates
         lm_est = np.empty(len(targets))
@@ -106,15 +118,27 @@ class OptionCache:
                 for k in cap_options(future, self.limit)]
 
 
-def collect_options(words: Sequence[str], cache: OptionCache) -> Options:
-    """All options of the sentence (at most ``cache.limit`` per span by future score; 0: no cap)."""
+def collect_options(words: Sequence[str], cache: OptionCache,
+                    forced: Mapping[tuple[int, int], tuple[str, ...]] | None = None) -> Options:
+    """All options of the sentence (at most ``cache.limit`` per span by future score; 0: no cap).
+
+    forced: source spans (first, last word) whose one option is the given target, as Moses' XML input in its
+    exclusive mode (terminology): no other option covers any word of a forced span. Forced spans must not overlap.
+    """
     n = len(words)
     max_length = cache.table.max_length
+    forced = dict(forced or {})
     opts = Options(by_start=[[] for _ in range(n)])
     target_ids: dict[tuple[str, ...], int] = {}
     for i in range(n):
-        for j in range(i, min(n, i + max_length)):
-            entries = cache.lookup(" ".join(words[i:j + 1]))
+        ends = sorted(set(range(i, min(n, i + max_length))) | {b for a, b in forced if a == i})
+        for j in ends:
+            if (i, j) in forced:
+                entries = cache.forced(" ".join(words[i:j + 1]), forced[(i, j)])
+            elif any(a <= j and i <= b for a, b in forced):
+                continue  # the span shares a word with a forced span
+            else:
+                entries = cache.lookup(" ".join(words[i:j + 1]))
             if entries is None:
                 if j > i:
                     continue

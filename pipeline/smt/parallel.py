@@ -11,7 +11,7 @@ import multiprocessing
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
@@ -38,6 +38,7 @@ class Job:
     nbest: int = 0
     distinct: bool = False
     lattice_dir: Path | None = None
+    forced: Sequence[Mapping[tuple[int, int], tuple[str, ...]]] | None = None  # per sentence (Decoder.decode)
 
 
 _JOB: Job | None = None  # set in the parent before forking
@@ -45,7 +46,7 @@ _JOB: Job | None = None  # set in the parent before forking
 
 def decode_sentence(job: Job, index: int) -> SentenceResult:
     started = time.perf_counter()
-    graph = job.decoder.decode(job.sentences[index])
+    graph = job.decoder.decode(job.sentences[index], job.forced[index] if job.forced is not None else None)
     best = one_best(graph)
     hyps = nbest(graph, job.nbest, distinct=job.distinct) if job.nbest > 0 else []
     result = SentenceResult(index=index, best=best, nbest=hyps, source_words=len(job.sentences[index]),

@@ -101,7 +101,15 @@ def test_a_term_beyond_the_length_limit_gives_the_plain_translation_with_a_warni
     service.close()
 
 
-def test_terms_need_an_nmt_system(exported_systems):
-    exports, _ = exported_systems
-    with pytest.raises(DataError, match="NMT system"):
-        Translator(load_system(exports["PBMT"].folder()), terms=Terminology.parse("a\tb\n", TOKENIZE_DE))
+def test_the_phrase_based_system_translates_a_term_span_by_its_term_alone(exported_systems):
+    """Moses' XML input, exclusive: the PBMT (and so the lattices of the hybrids) writes the target term."""
+    exports, raw = exported_systems
+    system = load_system(exports["PBMT"].folder())
+    lines = raw[:5]
+    terms = Terminology.parse("".join(f"{s}\tXYZterm{k}\n" for k, (s, _) in enumerate(seeded_terms(exports, raw, 5))),
+                              TOKENIZE_DE)
+    got = list(Translator(system, terms=terms).translate(lines))
+    wanted = [[t.target for t in terms.matches(TOKENIZE_DE(line))] for line in lines]
+    assert sum(map(len, wanted)) >= 3
+    assert all(has_term(text, t) for text, targets in zip(got, wanted) for t in targets), got
+    assert list(Translator(system).translate(lines)) != got

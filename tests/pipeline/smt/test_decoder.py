@@ -80,3 +80,32 @@ def test_recombination_keeps_the_losing_arcs(lm):
         best = max(graph.state_scores[u] + graph.arc_scores[a] for a, (u, w, *_r) in enumerate(graph.arcs) if w == v)
         assert graph.state_scores[v] == pytest.approx(best)
     assert not math.isinf(graph.best_score)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_forced_span_takes_only_its_given_translation_and_the_search_stays_exact(lm, seed):
+    """Moses' XML input, exclusive: the best equals the brute-force best over a table where the span's one option
+    is the forced target and no other phrase touches its words."""
+    import random
+
+    from pipeline.smt.phrase_table import PhraseTable
+    from tests.pipeline.smt.conftest import SOURCE_VOCAB
+
+    table, weights = random_table(seed), random_weights(seed)
+    words = random.Random(seed).sample(SOURCE_VOCAB, 5)  # distinct words: a phrase names one span
+    forced = {(1, 2): ("forced", "term")}
+    entries = {}
+    for i in range(5):
+        for j in range(i, min(5, i + table.max_length)):
+            found = table.lookup(" ".join(words[i:j + 1]))
+            if found and (j < 1 or i > 2):
+                entries[" ".join(words[i:j + 1])] = [(t, list(np.exp(s))) for t, s in zip(*found)]
+    entries[" ".join(words[1:3])] = [("forced term", [1.0] * 4)]
+    oracle = PhraseTable.from_entries(entries, max_length=table.max_length)
+    best_score, best_target = max(brute_force(oracle, lm, weights, words, 3))
+    graph = Decoder(table, lm, weights, DecoderSettings(distortion_limit=3, **EXACT)).decode(words, forced)
+    assert graph.best_score == pytest.approx(best_score, abs=TOL)
+    assert one_best(graph).words == best_target
+    for arc in graph.arcs:  # every path of the lattice: the span covered by its forced option alone
+        (i, j), target = graph.spans[arc[2]], graph.targets[arc[2]]
+        assert (i, j) == (1, 2) and target == ("forced", "term") or j < 1 or i > 2
