@@ -25,6 +25,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 TOKENIZERS = ("moses", "jieba", "mecab")
 CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
 ARCHIVE_FORMATS = ("sgm", "text")
+TRAIN_SOURCES = ("folder", "corpora")  # [data] train_source: the data folder's <pair>/train, or the named corpora
 
 T = TypeVar("T")
 
@@ -55,6 +56,15 @@ class DownloadConfig:
 
 
 @dataclass(frozen=True)
+class CorpusConfig:
+    """A training corpus by name (pipeline/data/corpora.py): its mtdata id and the checksum of its file."""
+
+    id: str  # mtdata dataset id, <group>-<name>-<version>-<lang1>-<lang2> (`mtdata list -id`)
+    name: str  # human-readable name, for messages and train.sources.tsv
+    checksum: str  # "<algorithm>:<hex digest>" of the fetched file; "" until a first fetch prints its sha256
+
+
+@dataclass(frozen=True)
 class BpeTaskConfig:
     joint: bool  # one code set for both languages (same script) or one per language
 
@@ -76,6 +86,8 @@ class TaskConfig:
     bpe: BpeTaskConfig
     lm: LmTaskConfig
     downloads: dict[str, DownloadConfig] = field(default_factory=dict)
+    sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
+    corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
     train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
     path: Path = Path()
 
@@ -112,6 +124,14 @@ class DataProfile:
     min_tokens: int  # training pairs with fewer tokens on a side are removed
     max_tokens: int  # training pairs with more tokens on a side are removed
     max_ratio: float  # training pairs whose token-length ratio exceeds this are removed
+    train_source: str = "folder"  # "folder": <pair>/train of the data folder; "corpora": the task's [[corpora]]
+
+    def hashed(self) -> dict[str, object]:
+        """The settings in a prepared split's hash: all but train_source (the data stage hashes the corpora it reads
+        instead, for the training split only), so that the folder runs keep their artifacts' ids."""
+        settings = dataclasses.asdict(self)
+        settings.pop("train_source")
+        return settings
 
 
 @dataclass(frozen=True)
@@ -163,6 +183,12 @@ class NmtTrainingProfile:
     keep_checkpoints: int  # the last K checkpoints kept
     average_checkpoints: int  # the last K checkpoints averaged into the decoded model (1: the last alone)
     valid_sentences: int  # first N tuning sentences for validation; 0: all
+    ranks: int = 1  # data-parallel processes per node (DDP, pipeline/nmt/distributed.py); 0: one per visible GPU
+    precision: str = "fp32"  # "fp32", "bf16" or "fp16" autocast (fp16 with a gradient scaler); CUDA only
+
+
+#: Training precisions; on the CPU every one trains in fp32 (pipeline/nmt/precision.py).
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -215,6 +241,8 @@ class NmtProfile:
                 ("training.checkpoint_every", t.checkpoint_every > 0, "must be positive"),
                 ("training.average_checkpoints", 1 <= t.average_checkpoints <= t.keep_checkpoints,
                  "must be between 1 and keep_checkpoints"),
+                ("training.ranks", t.ranks >= 0, "must be 0 (one per GPU) or a positive number of processes"),
+                ("training.precision", t.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
             ]
             if arch == "transformer":
                 checks.append(("heads", model.heads > 0 and model.model_size % model.heads == 0,
@@ -238,6 +266,15 @@ class DecodeProfile:
     refill: float = 1 / 6  # streaming: refill the pool when the sentences decoding drop to refill x batch_sentences
     int8: bool = False  # CPU: dynamic int8 quantisation of the linear layers (pipeline/nmt/speedups.py)
     precompute_embeddings: bool = False  # CPU, GRU: per-token tables for the embedding products of a step
+    fp16: bool = False  # CUDA: decode in half precision (the scores accumulate in fp32); ignored on the CPU
+
+    def hashed(self) -> dict[str, object]:
+        """The settings in a decoding artifact's hash: all of them, fp16 only when on (so that the artifacts of
+        runs before it keep their folders)."""
+        settings = dataclasses.asdict(self)
+        if not self.fp16:
+            settings.pop("fp16")
+        return settings
 
     def problems(self) -> list[tuple[str, str]]:
         """(key below 'decode.', what is wrong) for every value that is out of range."""
@@ -270,6 +307,8 @@ class LmbrProfile:
     grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
     gains: str = "per_step"  # "per_step" (the paper: L at every step) or "bounded" (each n-gram paid once)
     grid_gains: tuple[str, ...] = ()  # gain forms the tuning tries (empty: only `gains`)
+    grid_nbest: tuple[int, ...] = ()  # evidence spaces the tuning tries for LNMT/LTNMT: 0 the full lattice, K the K
+    #                                   best strings (empty: only `nbest`); Table 2's variants keep their own
     patience: float = 1.0  # bounded gains: a sentence may also end once patience x beam hypotheses have finished
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
@@ -294,6 +333,10 @@ class LmbrProfile:
     def gain_forms(self) -> tuple[str, ...]:
         """The gain forms the tuning tries: the grid's, or only `gains`."""
         return tuple(self.grid_gains) or (self.gains,)
+
+    def nbests(self) -> tuple[int, ...]:
+        """The evidence spaces the tuning tries (0: the full lattice): the grid's, or only `nbest`."""
+        return tuple(self.grid_nbest) or (self.nbest,)
 
 
 @dataclass(frozen=True)
@@ -371,6 +414,8 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
     for key in ("train_pairs", "tune_sentences", "eval_sentences", "min_tokens", "max_tokens"):
         if getattr(profile.data, key) < 0:
             raise ConfigError(f"{path}: key 'data.{key}' must not be negative")
+    if profile.data.train_source not in TRAIN_SOURCES:
+        raise ConfigError(f"{path}: key 'data.train_source' must be one of {', '.join(TRAIN_SOURCES)}")
     for key in ("max_phrase_length", "stack_limit", "mert_nbest", "workers"):
         if getattr(profile.pbmt, key) < 1:
             raise ConfigError(f"{path}: key 'pbmt.{key}' must be at least 1")
@@ -399,6 +444,8 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("grid_gains", all(g in GAIN_FORMS for g in lmbr.grid_gains),
                               f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
                              ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
+                             ("grid_nbest", all(n >= 0 for n in lmbr.grid_nbest),
+                              "must list sizes that are not negative (0: the full lattice; none: only nbest)"),
                              ("max_evidence_states", lmbr.max_evidence_states >= 0,
                               "must not be negative (0: no bound)"),
                              ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
@@ -451,6 +498,31 @@ def _check_task(config: TaskConfig) -> None:
         missing = {config.source, config.target} - set(download.files)
         if missing:
             raise ConfigError(f"{path}: key '{key}.files' lacks the language(s) {', '.join(sorted(missing))}")
+    _check_named_data(config)
+
+
+def _check_named_data(config: TaskConfig) -> None:
+    """[sacrebleu] names test sets sacrebleu has for the task's direction, each split fetched one way only;
+    [[corpora]] lists distinct ids with checksums of the right form."""
+    path, langpair = config.path, f"{config.source}-{config.target}"
+    if config.sacrebleu:
+        from sacrebleu.dataset import DATASETS
+
+        for split, name in config.sacrebleu.items():
+            config.split_key(split)  # a split named in [splits]
+            if split in config.downloads:
+                raise ConfigError(f"{path}: split {split!r} is in both [sacrebleu] and [downloads]: keep one")
+            if name not in DATASETS or langpair not in DATASETS[name].langpairs:
+                raise ConfigError(f"{path}: key 'sacrebleu.{split}': sacrebleu has no test set {name!r} for {langpair}")
+    seen = set()
+    for i, corpus in enumerate(config.corpora):
+        algorithm, _, digest = corpus.checksum.partition(":")
+        if corpus.checksum and (algorithm not in CHECKSUM_ALGORITHMS or not digest):
+            raise ConfigError(f"{path}: key 'corpora[{i}].checksum' must be '' (not known yet) or "
+                              f"'<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
+        if corpus.id in seen:
+            raise ConfigError(f"{path}: key 'corpora[{i}].id': {corpus.id} is listed twice")
+        seen.add(corpus.id)
 
 
 def _build(cls: type[T], raw: Any, path: Path, prefix: str) -> T:

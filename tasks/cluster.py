@@ -7,9 +7,10 @@
     time_minutes = 0         # every job's time limit (0: the partition's)
     decode_shards = 1        # jobs per decoded split (PBMT and NMT decoding), merged in order
     [cluster.nmt]            # one stage's requests (the stage names of the artifact folders)
-    cores = 4
-    memory_mb = 8000
-    gpus = 1
+    cores = 4                # per node
+    memory_mb = 8000         # per node
+    gpus = 1                 # per node
+    nodes = 1                # NMT training only: nodes > 1 trains data-parallel across the job's nodes
     time_minutes = 600
 
 The Luigi worker submits the task's build as a job (`python -m tasks.job`), polls it, cancels it when the worker is
@@ -51,7 +52,8 @@ class BatchStage(Protocol):
     def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]: ...
 
 SCHEDULERS = ("local", "slurm")
-REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus")
+REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus", "nodes")
+MULTI_NODE_STAGES = ("nmt",)  # stages that can use several nodes of one job (TrainNMT, through torchrun)
 
 
 def scheduler() -> str:
@@ -74,7 +76,7 @@ def job_request(task: BatchStage) -> slurm.JobRequest:
     config = luigi.configuration.get_config()
     needs = task.needs()
     values: dict[str, object] = {"cores": needs["cpu"], "memory_mb": needs["memory_mb"], "gpus": needs.get("gpu", 0),
-                                 "time_minutes": 0, "partition": ""}
+                                 "time_minutes": 0, "partition": "", "nodes": 1}
     for section in ("cluster", f"cluster.{task.stage}"):
         if not config.has_section(section):
             continue
@@ -85,6 +87,9 @@ def job_request(task: BatchStage) -> slurm.JobRequest:
                     values[key] = raw if key == "partition" else int(raw)
                 except ValueError:
                     raise ConfigError(f"luigi.cfg [{section}] {key} = {raw!r}: not a whole number") from None
+    if values["nodes"] != 1 and (task.stage not in MULTI_NODE_STAGES or int(values["nodes"]) < 1):  # type: ignore
+        raise ConfigError(f"luigi.cfg nodes = {values['nodes']} for stage {task.stage}: only "
+                          f"{', '.join(MULTI_NODE_STAGES)} runs on several nodes (set nodes in [cluster.nmt])")
     return slurm.JobRequest(**values)  # type: ignore[arg-type]
 
 

@@ -42,21 +42,34 @@ class TokenizeSplit(SplitTask):
 
     stage = "tokenized"
 
+    def reads_corpora(self) -> bool:
+        """The training split of a profile whose [data] train_source is "corpora": the task's [[corpora]]."""
+        return (split_role(self, self.split) == "train"
+                and self.config.data_for(self.profile_config).train_source == "corpora")
+
     def params(self) -> dict[str, Any]:
         config, profile = self.config, self.profile_config
         role = split_role(self, self.split)
-        return {
+        params = {
             "split": self.split,
             "role": role,
             "pair": config.pair,
             "tokenizers": {lang: config.languages[lang].tokenizer for lang in self.languages()},
-            "data": config.data_for(profile).__dict__,
+            "data": config.data_for(profile).hashed(),
             "seed": profile.seed,
         }
+        if self.reads_corpora():
+            params["corpora"] = [[corpus.id, corpus.checksum] for corpus in config.corpora]
+        if self.split in config.sacrebleu:  # read by sacrebleu's own reader when not in the data folder
+            params["sacrebleu"] = config.sacrebleu[self.split]
+        return params
 
     def build(self, out: Path) -> dict[str, Any]:
         resolver = DataResolver.create(self.data_dir, self.cache_dir)
-        paths = resolver.resolve(self.config, self.split)
+        if self.reads_corpora():
+            paths = resolver.corpora(self.config)
+        else:
+            paths = resolver.resolve(self.config, self.split)
         data = self.config.data_for(self.profile_config)
         stats = prepare_split(paths, self.config.languages, split_role(self, self.split), data,
                               self.profile_config.seed, out, workers=self.processes,

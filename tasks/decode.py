@@ -9,7 +9,6 @@ mu = [lmbr] lattice_weight or TuneRescoring's choice with lambda; p, r, alpha an
 LTNMT's)."""
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pipeline.decode.hooks import HookFactory, chain_factories
 from pipeline.decode.scores import max_output_lengths
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.io import read_json, read_lines, write_lines
+from pipeline.nmt.precision import decoding_half
 from pipeline.nmt.speedups import CpuSpeedups
 from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
@@ -71,13 +71,18 @@ class DecodeNMT(VariantTask):
             required["lmatrix"] = self.clone(BuildLMatrix)
             if self.profile_config.lmbr.tune:
                 from tasks.lattices import lmatrix_for
-                from tasks.tuning import TuneLMBR
+                from tasks.tuning import TuneLMBR, nbest_choices
 
                 required["tuning"] = self.clone(TuneLMBR, models=self.models)
-                own = self.profile_config.pbmt.alpha
-                others = [a for a in self.profile_config.lmbr.alphas(own) if a != own]
-                if others:  # the chosen alpha is known only after tuning: the L of every alpha of the grid
-                    required["lmatrix_alpha"] = {alpha: lmatrix_for(self, alpha) for alpha in others}
+                # the chosen evidence space is known only after tuning: the L of every alpha and n-best of the grid
+                # (Table 2's variants and the -lat systems keep their own evidence space)
+                lmbr = self.profile_config.lmbr
+                nbests = (-1,) if self.variant or self.constrained else nbest_choices(lmbr)
+                others = {(alpha, nbest): lmatrix_for(self, alpha, nbest)
+                          for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbests}
+                others = {key: task for key, task in others.items() if task != required["lmatrix"]}
+                if others:
+                    required["lmatrix_choices"] = others
         return required
 
     def chosen(self) -> dict[str, Any]:
@@ -92,10 +97,14 @@ class DecodeNMT(VariantTask):
         return float(self.chosen()["lattice_weight"]) if lmbr.tune else lmbr.lattice_weight
 
     def lmatrix(self) -> PipelineTask:
-        """The split's BuildLMatrix under the path scale LMBR decodes with: TuneLMBR's alpha when it tunes one."""
+        """The split's BuildLMatrix of the evidence space LMBR decodes with: TuneLMBR's alpha and n-best when it
+        tunes them."""
         required = self.requires()
-        alpha = self.chosen().get("alpha") if self.profile_config.lmbr.tune else None
-        return required.get("lmatrix_alpha", {}).get(alpha, required["lmatrix"])
+        if not self.profile_config.lmbr.tune:
+            return required["lmatrix"]
+        chosen = self.chosen()
+        key = (chosen.get("alpha"), -1 if self.variant or self.constrained else chosen.get("nbest", -1))
+        return required.get("lmatrix_choices", {}).get(key, required["lmatrix"])
 
     def nmt_lambda(self) -> float:
         """LMBR's lambda: TuneLMBR's choice when the profile tunes, else the profile's [lmbr] nmt_lambda."""
@@ -105,7 +114,7 @@ class DecodeNMT(VariantTask):
 
     def params(self) -> dict[str, Any]:
         params = {"system": self.system, "split": self.split,
-                  "decode": dataclasses.asdict(self.profile_config.decode)}
+                  "decode": self.profile_config.decode.hashed()}
         if self.lmbr:
             lmbr = self.profile_config.lmbr
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
@@ -183,7 +192,7 @@ class DecodeNMT(VariantTask):
         speedups = CpuSpeedups(decode.int8, decode.precompute_embeddings) if device.type == "cpu" else CpuSpeedups()
         variant = self.variant_config()
         members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
-        models = load_models(members, device, speedups)
+        models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
         loaded = time.perf_counter()
         lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
         first, last = shard_bounds(len(lines), shard, shards)

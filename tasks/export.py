@@ -137,7 +137,7 @@ class ExportSystem(VariantTask):
             chosen = decoding.chosen() if lmbr.tune else None
             theta = Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t) if chosen \
                 else built
-            settings.update(theta_build=built.signature(), theta=theta.signature(),
+            settings.update(theta_build=built.signature(), theta=theta.signature(), nbest=evidence_nbest(lmatrix),
                             alpha=lmatrix.path_scale() or self.profile_config.pbmt.alpha,
                             nmt_lambda=decoding.nmt_lambda(), gains=decoding.gains())
         if kind.constrained:

@@ -42,6 +42,8 @@ class BuildLMatrix(VariantTask):
     sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
     alpha = luigi.FloatParameter(default=0.0, description="path scale of the posteriors (0: the lattices' own, "
                                                           "[pbmt] alpha)")
+    evidence = luigi.IntParameter(default=-1, description="evidence space: 0 the full lattice, K the K best strings "
+                                                          "(-1: the variant's, else [lmbr] nbest)")
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {
@@ -64,7 +66,8 @@ class BuildLMatrix(VariantTask):
         return {"split": self.split, **lmbr, "nbest": self.nbest(), **first, **scale}
 
     def label(self) -> str:
-        return f"{self.split}-alpha{self.alpha:g}" if self.alpha else self.split
+        label = f"{self.split}-alpha{self.alpha:g}" if self.alpha else self.split
+        return f"{label}-{self.evidence}best" if self.evidence > 0 else f"{label}-full" if self.evidence == 0 else label
 
     def path_scale(self) -> float | None:
         """alpha of the posteriors: the parameter, or None: the lattices' own."""
@@ -113,15 +116,23 @@ class BuildLMatrix(VariantTask):
         }
 
 
-def lmatrix_for(task: PipelineTask, alpha: float, **overrides: Any) -> BuildLMatrix:
-    """BuildLMatrix of the task's split (and variant) under path scale alpha; the lattices' own alpha ([pbmt]
-    alpha) is the default artifact, shared with every task that does not tune alpha."""
+def lmatrix_for(task: PipelineTask, alpha: float, nbest: int = -1, **overrides: Any) -> BuildLMatrix:
+    """BuildLMatrix of the task's split (and variant) under path scale alpha and over the evidence space `nbest`
+    (-1: the variant's or profile's); the lattices' own alpha ([pbmt] alpha) and the profile's evidence space are
+    the default artifact, shared with every task that tunes neither."""
     own = task.profile_config.pbmt.alpha
-    return task.clone(BuildLMatrix, alpha=0.0 if alpha == own else float(alpha), **overrides)
+    default = task.clone(BuildLMatrix, alpha=0.0 if alpha == own else float(alpha), **overrides)
+    if nbest < 0 or nbest == evidence_nbest(default):
+        return default
+    return default.clone(BuildLMatrix, evidence=int(nbest))
 
 
 def evidence_nbest(task: VariantTask) -> int:
-    """The evidence space of a split stage: the variant's, else the profile's (0: the full lattice)."""
+    """The evidence space of a split stage (0: the full lattice): its own `evidence` when it has one, else the
+    variant's, else the profile's."""
+    chosen = getattr(task, "evidence", -1)
+    if chosen >= 0:
+        return chosen
     variant = task.variant_config()
     return variant.lmbr_nbest if variant else task.profile_config.lmbr.nbest
 

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import luigi
-import torch
 
 from pipeline.config import GruProfile, TransformerProfile
 from pipeline.io import read_lines, write_json
 from pipeline.nmt.average import average_last
 from pipeline.nmt.checkpoint import load_checkpoint, save_checkpoint
+from pipeline.nmt.distributed import Ranks
+from pipeline.nmt.launch import TrainingJob, launch, ranks_per_node, run_job, slurm_nodes
 from pipeline.nmt.models import ARCHITECTURES, limit_vocabulary, model_config
 from pipeline.nmt.system import write_system
-from pipeline.nmt.train import ParallelText, Validation, default_device, train_model
-from pipeline.text import TextProcessor, get_tokenizer
+from pipeline.nmt.precision import training_precision
+from pipeline.nmt.train import TrainingResult, default_device
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
-from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
+from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser
 
 NMT_SYSTEMS = {"FNMT": "gru", "TNMT": "transformer"}  # the paper's pure NMT systems and their architecture
 
@@ -63,8 +63,12 @@ class TrainNMT(NmtModelTask):
 
     def params(self) -> dict[str, Any]:
         profile = dataclasses.asdict(self.arch_profile())
-        for unused in ("seeds", "average_checkpoints"):  # they choose models, they do not change one
+        # seeds and average_checkpoints choose models, they do not change one; the ranks change only the order
+        # of a sum (pipeline/nmt/distributed.py); fp32, the default precision, keeps the hashes of earlier runs
+        for unused in ("seeds", "average_checkpoints", "ranks"):
             profile["training"].pop(unused)
+        if profile["training"]["precision"] == "fp32":
+            profile["training"].pop("precision")
         return {"architecture": self.architecture, "seed": self.seed, "model": profile}
 
     def state_dir(self) -> Path:
@@ -79,31 +83,46 @@ class TrainNMT(NmtModelTask):
             vocabs[lang].save(out / f"vocab.{lang}.json")
         return vocabs
 
-    def _validation(self) -> Validation:
-        src, tgt, n = self.config.source, self.config.target, self.arch_profile().training.valid_sentences or None
-        tune = self.requires()["tune"].artifact_dir()
-        text = ParallelText(list(islice(token_lines(tune / f"bpe.{src}.gz"), n)),
-                            list(islice(token_lines(tune / f"bpe.{tgt}.gz"), n)))
-        references = list(islice(read_lines(self.requires()["tune_raw"].artifact_dir() / f"raw.{tgt}.gz"), n))
-        processor = TextProcessor(
-            tokenizer=get_tokenizer(self.config.languages[tgt].tokenizer, tgt, Path(self.cache_dir) / "tokenizers"),
-            truecaser=load_truecaser(self.requires()["truecaser"].artifact_dir(), tgt), bpe=None)
-        return Validation(text, references, processor.postprocess, tgt)
+    def _job(self, config: Any, threads: int) -> TrainingJob:
+        """The run as the trainer reads it, in this process or in torchrun's ranks (pipeline/nmt/launch.py)."""
+        src, tgt, training = self.config.source, self.config.target, self.arch_profile().training
+        inputs = {name: task.artifact_dir() for name, task in self.requires().items()}
+        truecaser = inputs["truecaser"] / f"truecase.{tgt}.json"
+        valid = {"source": str(inputs["tune"] / f"bpe.{src}.gz"), "target": str(inputs["tune"] / f"bpe.{tgt}.gz"),
+                 "references": str(inputs["tune_raw"] / f"raw.{tgt}.gz"), "sentences": training.valid_sentences,
+                 "target_lang": tgt, "tokenizer": self.config.languages[tgt].tokenizer,
+                 "truecaser": str(truecaser) if truecaser.is_file() else "",
+                 "tokenizer_cache": str(Path(self.cache_dir).resolve() / "tokenizers")}
+        return TrainingJob(model=config.to_dict(), training=dataclasses.asdict(training), seed=self.seed,
+                           state_dir=str(self.state_dir().resolve()),
+                           vocabularies={"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"},
+                           train={side: str((inputs["train"] / f"bpe.{lang}.gz").resolve())
+                                  for side, lang in (("source", src), ("target", tgt))},
+                           valid=valid, threads=threads)
+
+    def _train(self, config: Any, vocabs: dict[str, Vocabulary]) -> tuple[TrainingResult, dict[str, Any]]:
+        """Train in this process, or under torchrun when the profile or the Slurm job asks for several ranks;
+        the result and how it ran."""
+        src, training = self.config.source, self.arch_profile().training
+        per_node = ranks_per_node(training.ranks)
+        nodes, head, job_id = slurm_nodes()
+        device = default_device()
+        how = {"device": str(device), "ranks": per_node * nodes,
+               "precision": training_precision(training.precision, device)}
+        if per_node * nodes > 1:
+            result = launch(self._job(config, max(1, self.processes // per_node)), per_node, nodes, head, job_id)
+        else:
+            result = run_job(self._job(config, max(1, self.processes)), Ranks())
+        pairs = sum(1 for _ in read_lines(self.requires()["train"].artifact_dir() / f"bpe.{src}.gz"))
+        return result, {**how, "train_pairs": pairs}
 
     def build(self, out: Path) -> dict[str, Any]:
-        torch.set_num_threads(max(1, self.processes))
         src, tgt = self.config.source, self.config.target
         state_dir = self.state_dir()
         state_dir.mkdir(parents=True, exist_ok=True)
         vocabs = self._vocabularies(state_dir)
-        train_dir = self.requires()["train"].artifact_dir()
-        train = ParallelText(list(token_lines(train_dir / f"bpe.{src}.gz")),
-                             list(token_lines(train_dir / f"bpe.{tgt}.gz")))
         config = model_config(self.architecture, self.arch_profile(), vocabs[src], vocabs[tgt])
-        device = default_device()
-        result = train_model(config, self.arch_profile().training, self.seed, vocabs[src], vocabs[tgt], train,
-                             state_dir, valid=self._validation(), device=device,
-                             vocab_paths={"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"})
+        result, how = self._train(config, vocabs)
         for lang in (src, tgt):
             shutil.copyfile(state_dir / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
         (out / "checkpoints").mkdir()
@@ -119,8 +138,8 @@ class TrainNMT(NmtModelTask):
                 "target_tokens": result.target_tokens,
                 "target_tokens_per_second": round(result.target_tokens / max(result.elapsed, 1e-9), 1),
                 "validation": result.validation, "parameters": result.parameters,
-                "vocab_sizes": {lang: len(v) for lang, v in vocabs.items()}, "device": str(device),
-                "train_pairs": len(train.sources), "checkpoints": [p.name for p in result.checkpoints]}
+                "vocab_sizes": {lang: len(v) for lang, v in vocabs.items()}, **how,
+                "checkpoints": [p.name for p in result.checkpoints]}
 
     def run(self) -> None:
         super().run()

@@ -30,7 +30,7 @@ log = logging.getLogger("reproduce-table")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="reproduce-table", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--profile", help="scale profile (tiny, small, paper); default: luigi.cfg [lmbr] profile")
+    p.add_argument("--profile", help="scale profile (tiny, small, paper, paper-rehearsal); default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",
                    help=f"comma-separated systems of {', '.join(ALL_SYSTEMS)}, 'all', "

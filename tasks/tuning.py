@@ -15,6 +15,7 @@ import luigi
 import torch
 
 from lattices.lmatrix import LMatrixStore
+from pipeline.config import LmbrProfile
 from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.lmbr import lmbr_hook_factory
@@ -53,20 +54,22 @@ class TuneLMBR(PipelineTask):
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         return {"system": self.clone(NMTSystem, system=self.models),
-                "lmatrix": {alpha: lmatrix_for(self, alpha, split=tune, sentences=lmbr.tune_sentences)
-                            for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)},
+                "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, split=tune, sentences=lmbr.tune_sentences)
+                            for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbest_choices(lmbr)},
                 "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
                 "truecaser": self.clone(TrainTruecaser)}
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
         alphas = {"grid_alpha": lmbr.grid_alpha} if lmbr.grid_alpha else {}  # none: the artifacts of before
+        nbests = {"grid_nbest": lmbr.grid_nbest} if lmbr.grid_nbest else {}
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
-                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, "gains": lmbr.gain_forms(),
-                "patience": lmbr.patience, "decode": dataclasses.asdict(self.profile_config.decode)}
+                "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, **nbests, "gains": lmbr.gain_forms(),
+                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed()}
 
     def chosen(self) -> dict[str, Any]:
-        """The chosen point of the built artifact: nmt_lambda, p, r, alpha and gains."""
+        """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and nbest (-1, or absent in the
+        lmbr.json of earlier runs: the profile's evidence space)."""
         return read_json(self.artifact_dir() / CHOICE_FILE)["chosen"]
 
     def build(self, out: Path) -> dict[str, Any]:
@@ -74,13 +77,13 @@ class TuneLMBR(PipelineTask):
         lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
         inputs = self.requires()
         lines, references, models, processor = tuning_inputs(self, inputs)
-        stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
-                  for alpha, task in inputs["lmatrix"].items()}
+        stores = {evidence: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
+                  for evidence, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
 
         def translate(point) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
+            factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha, point.nbest], theta), models.tgt_vocab.bos_id,
                                         vocab_size=len(models.tgt_vocab), gains=point.gains)
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
@@ -91,14 +94,20 @@ class TuneLMBR(PipelineTask):
                                    hook_factory=factory).text
 
         best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
-                                            tuple(stores), lmbr.gain_forms(), translate,
-                                            lambda hyps: corpus_bleu(hyps, references, target).score)
+                                            lmbr.alphas(self.profile_config.pbmt.alpha), lmbr.gain_forms(),
+                                            translate, lambda hyps: corpus_bleu(hyps, references, target).score,
+                                            nbests=nbest_choices(lmbr))
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
                                        "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
                 "points": len(results), "sentences": len(lines)}
+
+
+def nbest_choices(lmbr: LmbrProfile) -> tuple[int, ...]:
+    """The evidence spaces TuneLMBR tries: the grid's sizes, or (-1,), the profile's own."""
+    return tuple(lmbr.grid_nbest) or (-1,)
 
 
 def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str], LoadedModels, TextProcessor]:
@@ -145,7 +154,7 @@ class TuneRescoring(PipelineTask):
         lmbr = self.profile_config.lmbr
         return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
                 "grid_lattice_weight": lmbr.lattice_weights(), "patience": lmbr.patience,
-                "decode": dataclasses.asdict(self.profile_config.decode)}
+                "decode": self.profile_config.decode.hashed()}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
@@ -167,7 +176,8 @@ class TuneRescoring(PipelineTask):
         limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
-            start = GridPoint(**inputs["lmbr"].chosen())
+            # the -lat systems search the profile's evidence space (their acceptors'), with L of the same space
+            start = dataclasses.replace(GridPoint(**inputs["lmbr"].chosen()), nbest=-1)
             stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                       for alpha, task in inputs["lmatrix"].items()}
         else:

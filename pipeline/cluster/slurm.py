@@ -34,10 +34,15 @@ class JobRequest:
     memory_mb: int = 0
     time_minutes: int = 0
     partition: str = ""
-    gpus: int = 0
+    gpus: int = 0  # per node
+    nodes: int = 1  # more than one: a data-parallel NMT training job (pipeline/nmt/launch.py), one task a node
 
     def sbatch_options(self) -> list[str]:
-        options = [f"--cpus-per-task={max(1, self.cores)}", "--ntasks=1", "--nodes=1"]
+        """Cores, memory and GPUs are per node: the job's script runs on its first node and, for a job of several
+        nodes, starts one torchrun on each node with srun."""
+        options = [f"--cpus-per-task={max(1, self.cores)}"]
+        options += ["--ntasks=1", "--nodes=1"] if self.nodes <= 1 else [f"--nodes={self.nodes}",
+                                                                         "--ntasks-per-node=1"]
         if self.memory_mb:
             options.append(f"--mem={self.memory_mb}M")
         if self.time_minutes:
@@ -45,7 +50,7 @@ class JobRequest:
         if self.partition:
             options.append(f"--partition={self.partition}")
         if self.gpus:
-            options.append(f"--gpus={self.gpus}")
+            options.append(f"--gpus={self.gpus}" if self.nodes <= 1 else f"--gpus-per-node={self.gpus}")
         return options
 
 

@@ -1,8 +1,10 @@
 """Find the files of a split: the data folder, then the download cache, then the official download.
 
 The data folder is the `--data-dir` option, else $MT_DATA_DIR, else `../shared/data` beside the checkout when it
-exists; its layout is `<pair>/<split>.<lang>.gz`. The cache has the same layout. A split that is in neither and
-has no official download (or cannot be downloaded) is an error that names the split and every place looked.
+exists; its layout is `<pair>/<split>.<lang>.gz`. The cache has the same layout. A split in neither is fetched:
+through sacrebleu's own data set when the task config names one (`[sacrebleu]`), else from the official archive
+of `[downloads.<split>]`. A split found nowhere is an error that names the split and every place looked. The
+training corpora by name (`[[corpora]]`, pipeline/data/corpora.py) are built into the cache by `corpora()`.
 """
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.config import TaskConfig
-from pipeline.data.download import DownloadError, extract_split, fetch_archive
+from pipeline.data.corpora import build_training_corpus
+from pipeline.data.download import extract_split, fetch_archive
+from pipeline.data.fetch import MIRROR_ENV, OFFLINE_ENV, DownloadError, Fetcher
+from pipeline.data.testsets import fetch_test_set
 from pipeline.errors import DataError
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 DATA_DIR_ENV = "MT_DATA_DIR"
-OFFLINE_ENV = "MT_OFFLINE"
 
 
 def default_data_dir(option: str | os.PathLike | None, env: Mapping[str, str] = os.environ) -> Path | None:
@@ -35,12 +39,21 @@ class DataResolver:
     data_dir: Path | None
     cache_dir: Path
     offline: bool = False
+    mirror: str = ""  # base URL that replaces the original hosts ($MT_DOWNLOAD_MIRROR)
 
     @classmethod
     def create(cls, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike,
                env: Mapping[str, str] = os.environ) -> "DataResolver":
         offline = env.get(OFFLINE_ENV, "") not in ("", "0")
-        return cls(default_data_dir(data_dir, env), Path(cache_dir), offline)
+        return cls(default_data_dir(data_dir, env), Path(cache_dir), offline, env.get(MIRROR_ENV, ""))
+
+    def fetcher(self) -> Fetcher:
+        return Fetcher(self.cache_dir, mirror=self.mirror, offline=self.offline)
+
+    def corpora(self, task: TaskConfig) -> dict[str, Path]:
+        """{language: path} of the training corpus concatenated from the task's [[corpora]] (source first)."""
+        return build_training_corpus(task.pair, (task.source, task.target), task.corpora, self.fetcher(),
+                                     record_in=str(task.path))
 
     def resolve(self, task: TaskConfig, split: str) -> dict[str, Path]:
         """{language: path} of the source and target files of `split`."""
@@ -53,18 +66,17 @@ class DataResolver:
             if all(p.is_file() for p in paths.values()):
                 return paths
             looked.append(str(folder / task.pair / f"{split}.{{{','.join(langs)}}}.gz"))
-        download = task.downloads.get(split)
+        paths = {lang: self.cache_dir / task.pair / f"{split}.{lang}.gz" for lang in langs}
         reason = "no official download is configured for it"
-        if download is not None and self.offline:
-            reason = f"offline (${OFFLINE_ENV} is set), so {download.url} was not fetched"
-        elif download is not None:
-            paths = {lang: self.cache_dir / task.pair / f"{split}.{lang}.gz" for lang in langs}
-            try:
-                archive = fetch_archive(download, self.cache_dir)
-                extract_split(archive, download, paths)
+        try:
+            if split in task.sacrebleu:
+                fetch_test_set(task.sacrebleu[split], task.source, task.target, paths, self.fetcher())
                 return paths
-            except DownloadError as e:
-                reason = str(e)
+            if split in task.downloads:
+                extract_split(fetch_archive(task.downloads[split], self.fetcher()), task.downloads[split], paths)
+                return paths
+        except DownloadError as e:
+            reason = str(e)
         key = task.split_key(split)
         raise DataError(
             f"split {task.pair}/{split} ({task.path}, key '{key}') was not found; looked in: "

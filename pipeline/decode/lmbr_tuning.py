@@ -1,15 +1,16 @@
-"""Tuning LMBR decoding on a development set: a small grid over lambda, p, r, alpha and the gain form (ALGORITHMS.md
-sections 1-3), and for lattice rescoring the weight of the lattice's own cost (:class:`RescoringPoint`).
+"""Tuning LMBR decoding on a development set: a small grid over lambda, p, r, the evidence space (alpha, the path
+scale of the posteriors, and the full lattice or an n-best list) and the gain form (ALGORITHMS.md sections 1-3), and
+for lattice rescoring the weight of the lattice's own cost (:class:`RescoringPoint`).
 
 p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid moves them by fixed offsets (kept in
 (0, 1]). Each point decodes the tuning sentences with the L of its alpha's posteriors re-weighted by its theta
 (within one alpha the posteriors are kept, only theta changes: LMatrix.with_theta) and is scored by the caller's
 BLEU. The best point wins; ties go to the earlier point in grid order (lambdas, then p, then r, then alpha, then
-gain forms, as given).
+n-best sizes, then gain forms, as given).
 
-:func:`tune_lmbr_in_stages` searches coordinate-wise, as TuneLMBR does: every lambda x alpha x gain form at the
-PBMT's p and r, then every p and r offset at the best of those (len(lambdas) * len(alphas) * len(gains) +
-len(p_offsets) * len(r_offsets) decodings instead of their product).
+:func:`tune_lmbr_in_stages` searches coordinate-wise, as TuneLMBR does: every lambda x alpha x n-best x gain form
+at the PBMT's p and r, then every p and r offset at the best of those (len(lambdas) * len(alphas) * len(nbests) *
+len(gains) + len(p_offsets) * len(r_offsets) decodings instead of their product).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class GridPoint:
     r: float
     alpha: float = 1.0  # the path scale of the posteriors
     gains: str = "per_step"  # the gain form (pipeline/decode/lmbr.py)
+    nbest: int = -1  # the evidence space: 0 the full lattice, K the K best strings, -1 the profile's (or variant's)
 
     def theta(self, convention: str, T: float) -> Theta:
         return Theta.from_p_r(self.p, self.r, convention, T)
@@ -37,13 +39,15 @@ class GridPoint:
 
 def lmbr_grid(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
               r_offsets: Sequence[float], alphas: Sequence[float] = (1.0,),
-              gains: Sequence[str] = ("per_step",)) -> list[GridPoint]:
-    """Every (lambda, p0 + dp, r0 + dr, alpha, gain form), p and r clipped to [0.01, 1], duplicates dropped."""
+              gains: Sequence[str] = ("per_step",), nbests: Sequence[int] = (-1,)) -> list[GridPoint]:
+    """Every (lambda, p0 + dp, r0 + dr, alpha, n-best, gain form), p and r clipped to [0.01, 1], duplicates
+    dropped."""
     def clip(x: float) -> float:
         return round(min(1.0, max(0.01, x)), 6)
 
-    points = [GridPoint(float(lam), clip(p0 + dp), clip(r0 + dr), float(alpha), form)
-              for lam in lambdas for dp in p_offsets for dr in r_offsets for alpha in alphas for form in gains]
+    points = [GridPoint(float(lam), clip(p0 + dp), clip(r0 + dr), float(alpha), form, int(nbest))
+              for lam in lambdas for dp in p_offsets for dr in r_offsets for alpha in alphas for nbest in nbests
+              for form in gains]
     return list(dict.fromkeys(points))
 
 
@@ -94,12 +98,14 @@ def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]
 def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
                         r_offsets: Sequence[float], alphas: Sequence[float], gains: Sequence[str],
                         decode: Callable[[GridPoint], list[str]], score: Callable[[list[str]], float],
-                        log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
-    """Stage 1: lambda x alpha x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best (its
-    point is not decoded again). Returns the best point of both stages and every decoded point's result, in order."""
-    first, results = tune_lmbr(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains), decode, score, log)
+                        log: Callable[[str], None] = lambda line: None,
+                        nbests: Sequence[int] = (-1,)) -> tuple[GridPoint, list[dict]]:
+    """Stage 1: lambda x alpha x n-best x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best
+    (its point is not decoded again). Returns the best point of both stages and every decoded point's result, in
+    order."""
+    first, results = tune_lmbr(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains, nbests), decode, score, log)
     second = [point for point in lmbr_grid(p0, r0, [first.nmt_lambda], p_offsets, r_offsets, [first.alpha],
-                                           [first.gains]) if point != first]
+                                           [first.gains], [first.nbest]) if point != first]
     if not second:
         return first, results
     first_bleu = max(r["bleu"] for r in results)

@@ -68,14 +68,17 @@ def model_files(path: Path) -> list[Path]:
 
 
 def load_models(paths: Sequence[Path], device: str | torch.device = "cpu",
-                speedups: CpuSpeedups = CpuSpeedups()) -> LoadedModels:
+                speedups: CpuSpeedups = CpuSpeedups(), half: bool = False) -> LoadedModels:
     """Every model that `paths` name (see :func:`model_files`), as one Ensemble; all must share the vocabularies.
 
     `speedups`: CPU decoding speed-ups (pipeline/nmt/speedups.py) applied to every member; CPU only.
+    `half`: fp16 weights and activations (the ensemble's scores stay fp32); CUDA only.
     """
     device = torch.device(device)
     if speedups.names() and device.type != "cpu":
         raise CheckpointError(f"the CPU speed-ups {', '.join(speedups.names())} need device cpu, not {device}")
+    if half and device.type != "cuda":
+        raise CheckpointError(f"fp16 decoding needs a CUDA device, not {device} (decode.fp16 is for GPUs)")
     members = [m for p in paths for m in model_files(Path(p))]
     if not members:
         raise CheckpointError("no model given")
@@ -86,7 +89,8 @@ def load_models(paths: Sequence[Path], device: str | torch.device = "cpu",
         if vocabs is not None and (pair[0].tokens, pair[1].tokens) != (vocabs[0].tokens, vocabs[1].tokens):
             raise CheckpointError(f"{member}: its vocabularies differ from those of {members[0]}")
         vocabs = vocabs or pair
-        models.append(apply_speedups(model_from_checkpoint(ckpt, device), speedups))
+        model = apply_speedups(model_from_checkpoint(ckpt, device), speedups)
+        models.append(model.half() if half else model)
     return LoadedModels(Ensemble(models), vocabs[0], vocabs[1], members, device)
 
 

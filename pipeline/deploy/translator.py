@@ -97,13 +97,15 @@ class Translator:
 
     def _models(self, device: str | None):
         from pipeline.decode.translate import load_models
+        from pipeline.nmt.precision import decoding_half
         from pipeline.nmt.speedups import CpuSpeedups
 
         decode = self.system.settings.decode
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         speedups = CpuSpeedups(decode.get("int8", False), decode.get("precompute_embeddings", False)) \
             if device.type == "cpu" else CpuSpeedups()
-        return load_models([self.system.path("nmt/system.json")], device, speedups)
+        half = decoding_half(decode.get("fp16", False), device)
+        return load_models([self.system.path("nmt/system.json")], device, speedups, half=half)
 
     def _pbmt(self):
         """(phrase table, KenLM model, weights, decoder settings): the table is filtered per batch."""

@@ -210,6 +210,7 @@ class Ensemble:
         total, states = None, []
         for i, m in enumerate(self.models):
             log_probs, s = m.step(self._member(state, i), prev_tokens)
+            log_probs = log_probs.float()  # a member decoding in fp16 (decode.fp16): scores add up in fp32
             total = log_probs if total is None else total + log_probs
             states.append(s)
         return total / len(self.models), self._join(states)

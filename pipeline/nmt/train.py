@@ -8,6 +8,11 @@ seconds spent) and `metrics.csv`. `train_model` resumes from the newest checkpoi
 run continues to the same parameters as an uninterrupted one (same seed, same device and thread count): nothing
 random happens between saving a checkpoint and the next update, and an epoch's batches depend only on
 (seed, epoch). Time spent after the last checkpoint of a killed run is lost and not counted against the budget.
+
+Data-parallel training (pipeline/nmt/distributed.py): with several ranks each trains on its slice of the same
+global batch, rank 0 validates and writes the checkpoints (with every rank's random states) and the metrics, and a
+run resumes from them under the same ranks exactly. Mixed precision (pipeline/nmt/precision.py): the forward pass
+under autocast, and for fp16 a gradient scaler whose state is checkpointed.
 """
 from __future__ import annotations
 
@@ -27,10 +32,12 @@ from pipeline.config import NmtTrainingProfile
 from pipeline.evaluation import corpus_bleu
 from pipeline.nmt.batching import BatchStream, TokenBatcher, collate, length_batches, source_ids
 from pipeline.nmt.checkpoint import checkpoint_name, list_checkpoints, load_checkpoint, save_checkpoint
+from pipeline.nmt.distributed import Ranks, all_sum, barrier, from_main, gather, shard
 from pipeline.nmt.greedy import translate_ids
 from pipeline.nmt.interface import NMTModel
 from pipeline.nmt.metrics import MetricsLog
 from pipeline.nmt.models import ModelConfig, build_model
+from pipeline.nmt.precision import autocast, grad_scaler
 from pipeline.nmt.schedule import make_scheduler
 from pipeline.vocab import Vocabulary
 
@@ -103,24 +110,51 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _rank_seed(seed: int, rank: int, update: int = 0) -> int:
+    """The dropout seed of a rank other than 0 (rank 0 keeps the single-process stream)."""
+    return int(np.random.SeedSequence([seed, rank, update]).generate_state(1)[0])
+
+
+class _NoMetrics:
+    """What ranks other than 0 write: nothing."""
+
+    def write(self, *args: Any, **values: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class Trainer:
     """One training run of one model; see the module docstring. `run()` trains until max_updates or the budget."""
 
     def __init__(self, config: ModelConfig, training: NmtTrainingProfile, seed: int, src_vocab: Vocabulary,
                  tgt_vocab: Vocabulary, train: ParallelText, state_dir: Path, valid: Validation | None = None,
                  device: str | torch.device | None = None, vocab_paths: dict[str, str] | None = None,
-                 log_every: int = 10, after_update: Callable[[int], None] | None = None) -> None:
+                 log_every: int = 10, after_update: Callable[[int], None] | None = None,
+                 ranks: Ranks = Ranks(), precision: str = "fp32") -> None:
+        """`ranks`: this process's place in a data-parallel job (the process group already started);
+        `precision`: as resolved for the device (pipeline/nmt/precision.training_precision)."""
         self.config, self.training, self.seed = config, training, seed
         self.src_vocab, self.tgt_vocab, self.valid = src_vocab, tgt_vocab, valid
         self.state_dir, self.vocab_paths = Path(state_dir), vocab_paths or {}
         self.device = torch.device(device) if device is not None else default_device()
+        self.ranks, self.precision = ranks, precision
         self.log_every, self.after_update = max(1, log_every), after_update
         self.src_ids = [src_vocab.encode(s) for s in train.sources]
         self.tgt_ids = [tgt_vocab.encode(t) for t in train.targets]
         if not self.src_ids:
             raise ValueError("no training examples")
+        self.tgt_lengths = np.array([len(t) + 1 for t in self.tgt_ids], dtype=np.int64)  # EOS included
         torch.manual_seed(seed)
         self.model: NMTModel = build_model(config).to(self.device)
+        self.net: torch.nn.Module = self.model  # what the forward pass calls: the model, or its DDP wrapper
+        if ranks.distributed:
+            self.net = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            if not ranks.main:
+                torch.manual_seed(_rank_seed(seed, ranks.rank))
+        self.scaler = grad_scaler(precision, self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
         self.scheduler = make_scheduler(self.optimizer, training.lr_schedule, training.warmup_updates)
         batcher = TokenBatcher([len(s) + 1 for s in self.src_ids], [len(t) + 1 for t in self.tgt_ids],
@@ -131,11 +165,28 @@ class Trainer:
         self.last_validation: dict[str, Any] = {}
 
     # -- state ----------------------------------------------------------------------------------------------
-    def _training_state(self) -> dict[str, Any]:
-        return {"update": self.update, "elapsed": self.elapsed, "target_tokens": self.target_tokens,
-                "position": self.stream.position, "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "rng": _rng_state(), "seed": self.seed,
-                "validation": self.last_validation}
+    def _training_state(self, rank_rngs: list[dict[str, Any]]) -> dict[str, Any]:
+        state = {"update": self.update, "elapsed": self.elapsed, "target_tokens": self.target_tokens,
+                 "position": self.stream.position, "optimizer": self.optimizer.state_dict(),
+                 "scheduler": self.scheduler.state_dict(), "rng": rank_rngs[0], "seed": self.seed,
+                 "validation": self.last_validation}
+        if len(rank_rngs) > 1:
+            state["rank_rngs"] = rank_rngs
+        if self.scaler.is_enabled():
+            state["scaler"] = self.scaler.state_dict()
+        return state
+
+    def _restore_rng(self, state: dict[str, Any]) -> None:
+        """This rank's random states; a run resumed under another number of ranks reseeds ranks above 0."""
+        saved = state.get("rank_rngs", [state["rng"]])
+        if len(saved) == self.ranks.world_size:
+            _set_rng_state(saved[self.ranks.rank])
+        elif self.ranks.main:
+            _set_rng_state(state["rng"])
+        else:
+            _LOG.warning("resuming %d ranks from a run of %d: rank %d's dropout stream restarts from its seed",
+                         self.ranks.world_size, len(saved), self.ranks.rank)
+            torch.manual_seed(_rank_seed(self.seed, self.ranks.rank, self.update))
 
     def resume(self) -> int | None:
         """Restore the newest checkpoint of the state folder, if any; returns its update number."""
@@ -153,15 +204,24 @@ class Trainer:
         self.stream = BatchStream(self.stream.batcher, **state["position"])
         self.update, self.elapsed = state["update"], state["elapsed"]
         self.target_tokens, self.last_validation = state["target_tokens"], state["validation"]
-        _set_rng_state(state["rng"])
+        if "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+        self._restore_rng(state)
         self.resumed_from = self.update
         return self.update
 
-    def save(self) -> Path:
-        path = save_checkpoint(self.state_dir / checkpoint_name(self.update), self.config, self.model.state_dict(),
-                               self.vocab_paths, training=self._training_state(), meta={"seed": self.seed})
-        for old in list_checkpoints(self.state_dir)[: -self.training.keep_checkpoints]:
-            old.unlink()
+    def save(self) -> Path | None:
+        """Rank 0 writes the checkpoint (every rank takes part: the random states are gathered); the path on
+        rank 0, None elsewhere."""
+        rank_rngs = gather(_rng_state(), self.ranks)
+        path = None
+        if self.ranks.main:
+            path = save_checkpoint(self.state_dir / checkpoint_name(self.update), self.config,
+                                   self.model.state_dict(), self.vocab_paths, training=self._training_state(rank_rngs),
+                                   meta={"seed": self.seed})
+            for old in list_checkpoints(self.state_dir)[: -self.training.keep_checkpoints]:
+                old.unlink()
+        barrier(self.ranks)  # no rank runs ahead of a checkpoint that a resume would start from
         return path
 
     # -- validation -----------------------------------------------------------------------------------------
@@ -204,25 +264,41 @@ class Trainer:
         return None
 
     def train_step(self, ids: Sequence[int]) -> tuple[float, float, int]:
-        """One update on the examples `ids`: (summed smoothed loss, summed NLL, target tokens)."""
-        batch = collate([self.src_ids[i] for i in ids], [self.tgt_ids[i] for i in ids], self.src_vocab,
-                        self.tgt_vocab, ids).to(self.device)
-        logits = self.model(batch.src, batch.src_lengths, batch.tgt_in)
+        """One update on the global batch `ids`: (summed smoothed loss, summed NLL, target tokens), over all ranks.
+
+        This rank trains on its slice; a rank whose slice is empty (fewer rows than ranks) runs one row with a
+        zero weight, since every rank must take part in DDP's gradient all-reduce."""
+        ids = np.asarray(ids)
+        ntokens = int(self.tgt_lengths[ids].sum())
+        local, weight = shard(ids, self.ranks), 1.0
+        if not len(local):
+            local, weight = ids[:1], 0.0
+        batch = collate([self.src_ids[i] for i in local], [self.tgt_ids[i] for i in local], self.src_vocab,
+                        self.tgt_vocab, local).to(self.device)
+        with autocast(self.precision, self.device):
+            logits = self.net(batch.src, batch.src_lengths, batch.tgt_in)
         loss, nll = label_smoothed_loss(logits, batch.tgt_out, self.tgt_vocab.pad_id, self.training.label_smoothing)
-        ntokens = batch.target_tokens
+        if weight != 1.0:
+            loss, nll = loss * weight, nll * weight
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / ntokens).backward()
+        # DDP averages the ranks' gradients: dividing by ntokens / ranks makes their sum the single-process one
+        self.scaler.scale(loss / (ntokens / self.ranks.world_size)).backward()
         if self.training.clip_norm > 0:
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.training.clip_norm)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.scheduler.step()
-        return float(loss.detach()), float(nll), ntokens
+        loss_sum, nll_sum = all_sum([float(loss.detach()), float(nll)], self.ranks)
+        return loss_sum, nll_sum, ntokens
 
     def run(self) -> TrainingResult:
         self.resume()
-        metrics = MetricsLog(self.state_dir / "metrics.csv", self.update, self.state_dir / "tensorboard")
-        bar = tqdm(total=self.training.max_updates or None, initial=self.update, disable=None, unit="upd",
-                   desc=f"{self.config.architecture} seed {self.seed}")
+        main = self.ranks.main
+        metrics = MetricsLog(self.state_dir / "metrics.csv", self.update, self.state_dir / "tensorboard") \
+            if main else _NoMetrics()
+        bar = tqdm(total=self.training.max_updates or None, initial=self.update, disable=None if main else True,
+                   unit="upd", desc=f"{self.config.architecture} seed {self.seed}")
         self.model.train()
         started, base = time.monotonic(), self.elapsed
         sums = [0.0, 0.0, 0]  # loss, nll, target tokens since the last log row
@@ -232,7 +308,7 @@ class Trainer:
                 loss, nll, ntokens = self.train_step(next(self.stream))
                 self.update += 1
                 self.target_tokens += ntokens
-                self.elapsed = base + time.monotonic() - started
+                self.elapsed = from_main(base + time.monotonic() - started, self.ranks)
                 sums = [sums[0] + loss, sums[1] + nll, sums[2] + ntokens]
                 bar.update(1)
                 if self.update % self.log_every == 0:
@@ -244,12 +320,13 @@ class Trainer:
                     bar.set_postfix(loss=f"{row['train_loss']:.3f}", lr=f"{row['lr']:.2e}")
                     sums, last_log = [0.0, 0.0, 0], now
                 if self.update % self.training.checkpoint_every == 0 or self._stop_reason() is not None:
-                    self.last_validation = self.validate()
-                    self.elapsed = base + time.monotonic() - started
+                    self.last_validation = self.validate() if main else {}
+                    self.elapsed = from_main(base + time.monotonic() - started, self.ranks)
                     metrics.write("valid", self.update, epoch=self.stream.epoch, elapsed_s=round(self.elapsed, 3),
                                   **self.last_validation)
                     self.save()
-                    _LOG.info("update %d: %s", self.update, self.last_validation)
+                    if main:
+                        _LOG.info("update %d: %s", self.update, self.last_validation)
                     # a log window never spans a checkpoint, so a resumed run logs the same averages
                     sums, last_log = [0.0, 0.0, 0], time.monotonic()
                 if self.after_update is not None:

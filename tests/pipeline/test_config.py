@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,9 @@ def edit_config(tmp_path: Path, relative: str, old: str, new: str) -> Path:
     return folder
 
 
-def test_all_five_tasks_and_three_profiles_load():
+def test_all_five_tasks_and_four_profiles_load():
     assert config.available("tasks") == PAPER_TASKS
-    assert config.available("profiles") == ["paper", "small", "tiny"]
+    assert config.available("profiles") == ["paper", "paper-rehearsal", "small", "tiny"]
     directions = {(t.source, t.target) for t in map(config.load_task, PAPER_TASKS)}
     assert directions == {("de", "en"), ("en", "de"), ("zh", "en"), ("en", "ja"), ("ja", "en")}
     ger_eng = config.load_task("ger-eng")
@@ -36,6 +37,34 @@ def test_all_five_tasks_and_three_profiles_load():
     assert ger_eng.lm.order == 5 and ger_eng.languages["de"].tokenizer == "moses"
     assert config.load_task("jpn-eng").languages["ja"] == config.LanguageConfig(tokenizer="mecab", truecase=False)
     assert config.load_profile("tiny").data.train_pairs > 0
+
+
+def _flat(value, prefix=""):
+    if dataclasses.is_dataclass(value):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name != "path"}
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def test_the_paper_rehearsal_changes_sizes_only():
+    """Every setting that picks a code path is the paper's: only the sizes below may differ."""
+    paper, rehearsal = _flat(config.load_profile("paper")), _flat(config.load_profile("paper-rehearsal"))
+    sizes = {"name", "description", "data.train_pairs", "data.tune_sentences", "data.eval_sentences",
+             "data.train_source", "bpe.merges", "lm.memory", "lm.discount_fallback", "pbmt.mert_iterations",
+             "pbmt.mert_random_directions", "pbmt.mert_restarts", "pbmt.workers", "lmbr.tune_sentences",
+             "lmbr.max_evidence_states"}
+    for arch in ("gru", "transformer"):
+        sizes |= {f"nmt.{arch}.{key}" for key in ("embed_size", "hidden_size", "attention_size", "layers",
+                                                   "model_size", "heads", "ff_size")}
+        sizes |= {f"nmt.{arch}.training.{key}" for key in ("max_tokens", "lr", "warmup_updates", "max_updates",
+                                                            "budget_seconds", "checkpoint_every", "valid_sentences",
+                                                            "ranks")}
+    assert paper.keys() == rehearsal.keys()
+    assert {k for k in paper if paper[k] != rehearsal[k]} <= sizes
+    assert rehearsal["decode.beam"] == 12 and rehearsal["nmt.gru.training.seeds"] == (1, 2, 3)
+    assert rehearsal["nmt.transformer.training.average_checkpoints"] == 20
+    assert rehearsal["nmt.gru.training.ranks"] == rehearsal["nmt.transformer.training.ranks"] == 2
 
 
 def test_unknown_key_names_file_and_key(tmp_path):
@@ -73,6 +102,33 @@ def test_unknown_tokenizer_and_bad_checksum(tmp_path):
     folder = edit_config(tmp_path / "b", "tasks/jpn-eng.toml", 'checksum = "sha1:', 'checksum = "crc:')
     with pytest.raises(ConfigError, match=r"key 'downloads.test.checksum'"):
         config.load_task("jpn-eng", folder)
+
+
+def test_named_data_sources_are_checked(tmp_path):
+    ger = config.load_task("ger-eng")
+    assert ger.sacrebleu == {"test": "wmt17"} and not ger.downloads
+    assert [c.id for c in ger.corpora][:2] == ["Statmt-europarl_wmt13-7-deu-eng", "Statmt-commoncrawl_wmt13-1-deu-eng"]
+    assert config.load_task("jpn-eng").downloads["test"].official == "KFTT 1.0 kyoto-test"  # sacrebleu lacks KFTT
+    folder = edit_config(tmp_path / "a", "tasks/chi-eng.toml", 'test = "wmt17"', 'test = "wmt99"')
+    with pytest.raises(ConfigError, match=r"chi-eng.toml: key 'sacrebleu.test': sacrebleu has no test set 'wmt99' "
+                                          r"for zh-en"):
+        config.load_task("chi-eng", folder)
+    folder = edit_config(tmp_path / "b", "tasks/chi-eng.toml", 'checksum = ""', 'checksum = "sha256"')
+    with pytest.raises(ConfigError, match=r"key 'corpora\[0\].checksum' must be '' \(not known yet\) or"):
+        config.load_task("chi-eng", folder)
+    folder = edit_config(tmp_path / "c", "tasks/chi-eng.toml", 'id = "OPUS-unpc-v1.0-eng-zho"\nname = "',
+                         'ids = "OPUS-unpc-v1.0-eng-zho"\nname = "')
+    with pytest.raises(ConfigError, match=r"unknown key 'corpora\[0\].ids'"):
+        config.load_task("chi-eng", folder)
+
+
+def test_the_training_data_source_is_the_folder_but_for_the_paper_profile(tmp_path):
+    assert [config.load_profile(p).data.train_source for p in ("tiny", "small", "paper")] == \
+        ["folder", "folder", "corpora"]
+    assert "train_source" not in config.load_profile("paper").data.hashed()  # the data stage hashes the corpora
+    folder = edit_config(tmp_path, "profiles/paper.toml", 'train_source = "corpora"', 'train_source = "web"')
+    with pytest.raises(ConfigError, match=r"key 'data.train_source' must be one of folder, corpora"):
+        config.load_profile("paper", folder)
 
 
 def test_split_key_names_the_config_key():

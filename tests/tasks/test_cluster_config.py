@@ -45,6 +45,17 @@ def test_requests_come_from_the_task_then_cluster_then_the_stage(cluster_config)
     assert shards(DecodePBMT(split="dev", **PARAMS)) == 3 and shards(lm) == 1
 
 
+def test_nmt_training_may_ask_for_several_nodes_and_no_other_stage(cluster_config):
+    cluster_config.set("cluster", "scheduler", "slurm")
+    cluster_config.set("cluster.nmt", "nodes", "2")
+    cluster_config.set("cluster.nmt", "gpus", "4")
+    request = job_request(TrainNMT(architecture="transformer", seed=1, **PARAMS))
+    assert (request.nodes, request.gpus) == (2, 4) and "--gpus-per-node=4" in request.sbatch_options()
+    cluster_config.set("cluster", "nodes", "2")
+    with pytest.raises(ConfigError, match="nodes = 2 for stage lm: only nmt runs on several nodes"):
+        job_request(TrainLM(**PARAMS))
+
+
 @pytest.mark.parametrize("section, key, value, message", [
     ("cluster", "scheduler", "pbs", "scheduler = 'pbs': unknown (known: local, slurm)"),
     ("cluster", "scheduler", "sge", "scheduler = 'sge': not wired in yet"),

@@ -150,6 +150,7 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     # the tiny dev set's PBMT precisions are 100%: p = r = 1 gives no token more from L than Theta_0 costs; p - 0.5
     # makes every n-gram of the lattice worth its cost, so that L can pull the output towards the lattice
     text = re.sub(r"^grid_alpha = .*$", "grid_alpha = [1.0, 0.5]", text, flags=re.M)  # the lattices' alpha, and half
+    text = re.sub(r"^(grid_gains = .*)$", "\\1\ngrid_nbest = [0, 3]", text, flags=re.M)  # the full lattice, 3-best
     profile.write_text(re.sub(r"^grid_p = .*$", "grid_p = [-0.5, 0.0]", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     lnmt = DecodeLTNMT(split="newstest2016", **params)
@@ -158,28 +159,36 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     tuning = lnmt.requires()["tuning"]
     record = json.loads((tuning.artifact_dir() / "lmbr.json").read_text())
     grid = record["grid"]
-    start = record["start"]  # stage 1: 2 lambdas x 2 alphas x 2 gain forms; stage 2: p - 0.5 at stage 1's best
+    # stage 1: 2 lambdas x 2 alphas x 2 evidence spaces x 2 gain forms; stage 2: p - 0.5 at stage 1's best
+    start = record["start"]
     gains = ("per_step", "bounded")
-    first = lmbr_grid(start["p"], start["r"], [0.001, 1.0], [0.0], [0.0], [1.0, 0.5], gains)
-    assert [GridPoint(**{k: v for k, v in point.items() if k != "bleu"}) for point in grid[:8]] == first
-    stage_one = max(grid[:8], key=lambda point: point["bleu"])
-    assert len(grid) == 9 and {**grid[8], "p": 0, "bleu": 0} == {**stage_one, "p": 0, "bleu": 0}
-    assert grid[8]["p"] == pytest.approx(start["p"] - 0.5)
+    first = lmbr_grid(start["p"], start["r"], [0.001, 1.0], [0.0], [0.0], [1.0, 0.5], gains, [0, 3])
+    assert [GridPoint(**{k: v for k, v in point.items() if k != "bleu"}) for point in grid[:16]] == first
+    stage_one = max(grid[:16], key=lambda point: point["bleu"])
+    assert len(grid) == 17 and {**grid[16], "p": 0, "bleu": 0} == {**stage_one, "p": 0, "bleu": 0}
+    assert grid[16]["p"] == pytest.approx(start["p"] - 0.5)
     assert record["sentences"] == 20 and {point["alpha"] for point in grid} == {0.5, 1.0}
-    assert {point["gains"] for point in grid} == set(gains)
+    assert {point["gains"] for point in grid} == set(gains) and {point["nbest"] for point in grid} == {0, 3}
     best = max(grid, key=lambda point: point["bleu"])
-    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r", "alpha", "gains")}
-    # each alpha has its own posteriors of the tuning sentences (alpha 1 is the lattices' own: the default artifact)
+    assert record["chosen"] == {k: best[k] for k in ("nmt_lambda", "p", "r", "alpha", "gains", "nbest")}
+    # each alpha and evidence space has its own posteriors of the tuning sentences (alpha 1 over the full lattice,
+    # the profile's own, is the default artifact)
     tune_l = tuning.requires()["lmatrix"]
-    assert tune_l[1.0].alpha == 0.0 and tune_l[0.5].alpha == 0.5
-    posteriors = [LMatrixStore(sorted(tune_l[a].artifact_dir().glob("shard-*.npz"))).get([0])[0].posteriors
-                  for a in (1.0, 0.5)]
-    assert posteriors[0].ngrams == posteriors[1].ngrams and (posteriors[0].values != posteriors[1].values).any()
-    # LTNMT decodes with the L of the chosen alpha; the other alpha's L of the split was built too
-    assert set(lnmt.requires()["lmatrix_alpha"]) == {0.5}
-    for alpha in (1.0, 0.5):  # whichever alpha the tuning chose, its L is the one decoded with
-        lnmt.chosen = lambda alpha=alpha: {**record["chosen"], "alpha": alpha}
-        assert lnmt.lmatrix().signature()["stats"]["alpha"] == alpha
+    assert (tune_l[1.0, 0].alpha, tune_l[1.0, 0].evidence) == (0.0, -1) and tune_l[0.5, 0].alpha == 0.5
+    assert (tune_l[1.0, 3].alpha, tune_l[1.0, 3].evidence) == (0.0, 3)
+    posteriors = {key: LMatrixStore(sorted(tune_l[key].artifact_dir().glob("shard-*.npz"))).get([0])[0].posteriors
+                  for key in ((1.0, 0), (0.5, 0), (1.0, 3))}
+    assert posteriors[1.0, 0].ngrams == posteriors[0.5, 0].ngrams
+    assert (posteriors[1.0, 0].values != posteriors[0.5, 0].values).any()
+    assert set(posteriors[1.0, 3].ngrams) <= set(posteriors[1.0, 0].ngrams)  # 3 strings of the lattice's
+    assert tune_l[1.0, 3].signature()["params"]["nbest"] == 3
+    # LTNMT decodes with the L of the chosen alpha and evidence space; the others' L of the split were built too
+    assert set(lnmt.requires()["lmatrix_choices"]) == {(0.5, 0), (1.0, 3), (0.5, 3)}
+    for alpha in (1.0, 0.5):  # whichever point the tuning chose, its L is the one decoded with
+        for nbest in (0, 3):
+            lnmt.chosen = lambda alpha=alpha, nbest=nbest: {**record["chosen"], "alpha": alpha, "nbest": nbest}
+            built = lnmt.lmatrix().signature()
+            assert built["stats"]["alpha"] == alpha and built["params"]["nbest"] == nbest
     del lnmt.chosen
     assert record["chosen"]["nmt_lambda"] == 0.001 and record["chosen"]["p"] == pytest.approx(start["p"] - 0.5)
     store = lnmt.lmatrix_store()  # the split's posteriors, once for all systems, under the chosen theta

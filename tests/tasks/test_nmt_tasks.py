@@ -48,9 +48,9 @@ def test_nmt_stages_train_resume_average_and_define_the_systems(tmp_path, data_d
         def hook(update):
             if update == 12:
                 raise Killed()
-        return train_model(*args, **options, after_update=hook)
-    train_model = tasks.nmt.train_model
-    monkeypatch.setattr(tasks.nmt, "train_model", kill_at_12)
+        return run_job(*args, **options, after_update=hook)
+    run_job = tasks.nmt.run_job
+    monkeypatch.setattr(tasks.nmt, "run_job", kill_at_12)
     assert build(first).status == LuigiStatusCode.FAILED
     assert not first.complete() and [p.name for p in list_checkpoints(first.state_dir())] == [
         "checkpoint-00000005.pt", "checkpoint-00000010.pt"]
@@ -98,3 +98,23 @@ def test_a_transformer_exports_to_ctranslate2(tmp_path, data_dir):
     export = tasks.nmt.ExportCTranslate2(architecture="transformer", seed=1, **params)
     assert build(export).status == LuigiStatusCode.SUCCESS
     assert "model.bin" in export.signature()["stats"]["files"]
+
+
+def test_a_profile_with_two_ranks_trains_data_parallel_under_torchrun(tmp_path, data_dir):
+    """`ranks = 2` in the profile: TrainNMT launches torchrun with two gloo ranks, which write the same artifact
+    layout; the ranks stay out of the artifact's hash (they change the order of a sum, not the model)."""
+    folder = quick_configs(tmp_path)
+    path = folder / "profiles" / "tiny.toml"
+    head, rest = path.read_text().split("[nmt.gru.training]")
+    path.write_text(head + "[nmt.gru.training]\nranks = 2" + rest)
+    params = shared_params(tmp_path, data_dir, config_dir=folder)
+    params["processes"] = 2
+    task = TrainNMT(architecture="gru", seed=1, **params)
+    assert build(task).status == LuigiStatusCode.SUCCESS
+    stats = task.signature()["stats"]
+    assert stats["ranks"] == 2 and stats["updates"] == 20 and stats["precision"] == "fp32"
+    assert stats["validation"]["valid_loss"] > 0 and stats["train_pairs"] > 0
+    assert [p.name for p in list_checkpoints(task.artifact_dir() / "checkpoints")][-1] == "checkpoint-00000020.pt"
+    one_rank = TrainNMT(architecture="gru", seed=1, **shared_params(tmp_path, data_dir,
+                                                                     config_dir=quick_configs(tmp_path / "one")))
+    assert one_rank.artifact_dir().name == task.artifact_dir().name

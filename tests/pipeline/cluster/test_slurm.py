@@ -51,6 +51,9 @@ def test_requests_become_sbatch_options():
     assert request.sbatch_options() == ["--cpus-per-task=4", "--ntasks=1", "--nodes=1", "--mem=8000M", "--time=90",
                                         "--partition=gpu", "--gpus=1"]
     assert slurm.JobRequest().sbatch_options() == ["--cpus-per-task=1", "--ntasks=1", "--nodes=1"]
+    several = slurm.JobRequest(cores=16, memory_mb=64000, gpus=4, nodes=2)  # data-parallel NMT training
+    assert several.sbatch_options() == ["--cpus-per-task=16", "--nodes=2", "--ntasks-per-node=1", "--mem=64000M",
+                                        "--gpus-per-node=4"]
 
 
 def test_an_impossible_request_is_a_clear_error(slurm_cluster, tmp_path):

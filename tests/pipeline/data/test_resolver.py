@@ -28,10 +28,11 @@ def make_archive(folder: Path) -> Path:
 
 
 def task_with_download(archive: Path, checksum: str | None = None) -> config.TaskConfig:
-    task = config.load_task("ger-eng")
-    download = dataclasses.replace(task.downloads["test"], url=archive.as_uri(),
-                                   checksum=checksum or "md5:" + hashlib.md5(archive.read_bytes()).hexdigest())
-    return dataclasses.replace(task, downloads={"test": download})
+    """ger-eng with its test split from an archive named in [downloads.test] (as KFTT's is) instead of sacrebleu."""
+    download = config.DownloadConfig(
+        url=archive.as_uri(), checksum=checksum or "md5:" + hashlib.md5(archive.read_bytes()).hexdigest(),
+        format="sgm", files={"de": "test/newstest2017-deen-src.de.sgm", "en": "test/newstest2017-deen-ref.en.sgm"})
+    return dataclasses.replace(config.load_task("ger-eng"), downloads={"test": download}, sacrebleu={})
 
 
 def test_data_dir_order(tmp_path):
@@ -80,7 +81,7 @@ def test_checksum_mismatch_is_an_error_and_leaves_nothing(data_dir, tmp_path):
     archive = make_archive(tmp_path)
     task = task_with_download(archive, checksum="md5:" + "0" * 32)
     resolver = DataResolver.create(data_dir, tmp_path / "cache", env={})
-    with pytest.raises(DataError, match="checksum .* does not match"):
+    with pytest.raises(DataError, match="test.tgz has md5 [0-9a-f]{32}, but 0{32} is expected"):
         resolver.resolve(task, "test")
     assert not list((tmp_path / "cache").rglob("*.gz")) and not list((tmp_path / "cache").rglob("test.tgz"))
 
