@@ -63,23 +63,49 @@ def contains(tokens: Sequence[int], term: Term, final: Callable[[int], bool] = l
 
 
 class _TermTables:
-    """The terms of N sentences, padded to K terms of M tokens (a padded term has length 0: met from the start)."""
+    """The terms of N sentences, padded to K terms of M tokens (a padded term has length 0: met from the start):
+    tokens [N, K, M] (-1 past a term's end), lengths [N, K], the automata's transitions delta [N, K, M, M]."""
 
-    def __init__(self, terms: Sequence[Sequence[Term]], final: Tensor | None, device: torch.device) -> None:
-        self.terms, self.final = [list(map(tuple, t)) for t in terms], final
+    def __init__(self, terms: list[list[Term]], tokens: Tensor, lengths: Tensor, delta: Tensor) -> None:
+        self.terms, self.tokens, self.lengths, self.delta = terms, tokens, lengths, delta
+        self.levels = lengths.sum(dim=1)  # [N] term tokens in all
+
+    @classmethod
+    def build(cls, terms: Sequence[Sequence[Term]], final: Tensor | None, device: torch.device) -> "_TermTables":
+        """The tables of `terms`, each automaton built once (term_automaton)."""
+        terms = [list(map(tuple, t)) for t in terms]
         is_final = (lambda token: bool(final[token])) if final is not None else (lambda token: True)
         n, k = len(terms), max((len(t) for t in terms), default=0)
         m = max((len(term) for t in terms for term in t), default=1)
-        self.tokens = torch.full((n, k, m), -1, dtype=torch.long)
-        self.lengths = torch.zeros((n, k), dtype=torch.long)
-        self.delta = torch.zeros((n, k, m, m), dtype=torch.long)
-        for s, sentence in enumerate(self.terms):
+        tokens = torch.full((n, k, m), -1, dtype=torch.long)
+        lengths = torch.zeros((n, k), dtype=torch.long)
+        delta = torch.zeros((n, k, m, m), dtype=torch.long)
+        for s, sentence in enumerate(terms):
             for j, term in enumerate(sentence):
-                self.tokens[s, j, :len(term)] = torch.tensor(term)
-                self.lengths[s, j] = len(term)
-                self.delta[s, j, :len(term), :len(term)] = torch.tensor(term_automaton(term, is_final))
-        self.tokens, self.lengths, self.delta = (x.to(device) for x in (self.tokens, self.lengths, self.delta))
-        self.levels = self.lengths.sum(dim=1)  # [N] term tokens in all
+                tokens[s, j, :len(term)] = torch.tensor(term)
+                lengths[s, j] = len(term)
+                delta[s, j, :len(term), :len(term)] = torch.tensor(term_automaton(term, is_final))
+        return cls(terms, tokens.to(device), lengths.to(device), delta.to(device))
+
+    def select(self, keep: Tensor) -> "_TermTables":
+        """The tables of sentences `keep` [N'] (in that order), K cut to their most terms."""
+        terms = [self.terms[i] for i in keep.tolist()]
+        k = max((len(t) for t in terms), default=0)
+        return _TermTables(terms, self.tokens[keep, :k], self.lengths[keep, :k], self.delta[keep, :k])
+
+    def concat(self, other: "_TermTables") -> "_TermTables":
+        """The sentences of both tables, padded to the wider K and M."""
+        k = max(self.lengths.shape[1], other.lengths.shape[1])
+        m = max(self.tokens.shape[2], other.tokens.shape[2])
+
+        def pad(x: Tensor, value: int, token_dims: int) -> Tensor:
+            """x [N, K, M x token_dims] padded at the end to [N, k, m x token_dims]."""
+            return torch.nn.functional.pad(x, [0, m - x.shape[-1]] * token_dims + [0, k - x.shape[1]], value=value)
+
+        return _TermTables(self.terms + other.terms,
+                           torch.cat([pad(self.tokens, -1, 1), pad(other.tokens, -1, 1)]),
+                           torch.cat([pad(self.lengths, 0, 0), pad(other.lengths, 0, 0)]),
+                           torch.cat([pad(self.delta, 0, 2), pad(other.delta, 0, 2)]))
 
     def next_states(self, sentences: Tensor, states: Tensor, tokens: Tensor, boundary: Tensor) -> Tensor:
         """sentences [M], states [M, K], tokens [M], boundary [M] (the token before ends a word) -> [M, K] the
@@ -102,7 +128,7 @@ class TermHook(ScoreHook):
         """final: [V] bool, the tokens that end a word (None: a term may start anywhere)."""
         self.eos_id = eos_id
         self.final = final.to(device) if final is not None else None
-        self.tables = _TermTables(terms, self.final, device)
+        self.tables = _TermTables.build(terms, self.final, device)
         self.row_sentence = torch.arange(len(terms), device=device)                     # [R]
         self.states = torch.zeros_like(self.tables.lengths)                              # [R, K]
         self.boundary = torch.ones(len(terms), dtype=torch.bool, device=device)         # [R] after BOS: yes
@@ -144,7 +170,7 @@ class TermHook(ScoreHook):
         renumber = torch.full((len(self.tables.terms),), -1, dtype=torch.long, device=keep.device)
         renumber[keep] = torch.arange(keep.numel(), device=keep.device)
         self.row_sentence = renumber[self.row_sentence]
-        self.tables = _TermTables([self.tables.terms[i] for i in keep.tolist()], self.final, keep.device)
+        self.tables = self.tables.select(keep)
         self.states = self.states[:, :self.tables.lengths.shape[1]]
 
     def merge(self, other: ScoreHook) -> None:
@@ -158,7 +184,7 @@ class TermHook(ScoreHook):
         self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + len(self.tables.terms)])
         self.states = torch.cat([widen(self.states), widen(other.states)])
         self.boundary = torch.cat([self.boundary, other.boundary])
-        self.tables = _TermTables(self.tables.terms + other.tables.terms, self.final, self.states.device)
+        self.tables = self.tables.concat(other.tables)
 
 
 def term_hook_factory(terms: Sequence[Sequence[Term]], eos_id: int, final: Tensor | None = None) -> HookFactory:

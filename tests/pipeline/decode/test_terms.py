@@ -10,7 +10,7 @@ from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.allocation import Allocation, allocated_top_candidates
 from pipeline.decode.hooks import chain_factories
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.terms import TermHook, contains, term_automaton, term_hook_factory
+from pipeline.decode.terms import TermHook, _TermTables, contains, term_automaton, term_hook_factory
 from pipeline.decode.topk import TopCandidates
 from tests.pipeline.decode.helpers import EOS, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources
@@ -73,6 +73,26 @@ def test_a_term_never_starts_inside_a_word():
 
 def satisfied(tokens, terms) -> bool:
     return all(contains(tokens, term) for term in terms)
+
+
+def test_term_tables_select_and_concatenate_as_if_built_afresh():
+    """A finished sentence or a refill moves the tables by index_select and cat; the automata are built once."""
+    final = torch.tensor([True, False, True, True, False, True, True, True, True, True, True])
+    first = _TermTables.build([[(1, 2, 1)], [(4,), (5, 6, 5, 6)], []], final, torch.device("cpu"))
+    second = _TermTables.build([[(7, 8), (1,), (2, 3)]], final, torch.device("cpu"))
+
+    def same(got: _TermTables, terms) -> None:
+        fresh = _TermTables.build(terms, final, torch.device("cpu"))
+        k, m = fresh.tokens.shape[1:]
+        assert got.terms == fresh.terms and torch.equal(got.lengths, fresh.lengths)
+        assert torch.equal(got.tokens[:, :, :m], fresh.tokens) and (got.tokens[:, :, m:] == -1).all()
+        assert torch.equal(got.delta[:, :, :m, :m], fresh.delta) and torch.equal(got.levels, fresh.levels)
+
+    same(first.concat(second), first.terms + second.terms)
+    same(second.concat(first), second.terms + first.terms)
+    for keep in ([2, 0], [1], [2], [3, 1, 0]):
+        both = first.concat(second)
+        same(both.select(torch.tensor(keep)), [both.terms[i] for i in keep])
 
 
 @pytest.mark.parametrize("seed", range(3))
