@@ -36,8 +36,9 @@ def _losses(folder) -> list[float]:
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_half_precision_training_follows_fp32(precision, vocab, tmp_path):
-    """Autocast in a half type changes the rounding, not what is learnt: the same run's loss curve within 5%
-    (bf16 keeps 8 bits of mantissa), and falling."""
+    """Autocast in a half type changes the rounding, not what is learnt: the same run's loss curve within 1%
+    (measured on the CPU: at most 0.1% for bf16, which keeps 8 bits of mantissa, and 0.013% for fp16), and
+    falling."""
     data = digit_data(200, seed=2, task="copy")
     profile = training_profile(max_tokens=200, max_updates=40, checkpoint_every=20, keep_checkpoints=2)
     runs = {}
@@ -47,7 +48,7 @@ def test_half_precision_training_follows_fp32(precision, vocab, tmp_path):
         runs[p] = _losses(tmp_path / p)
     assert len(runs["fp32"]) == len(runs[precision]) == 8
     for full, half in zip(runs["fp32"], runs[precision]):
-        assert abs(full - half) <= 0.05 * full
+        assert abs(full - half) <= 0.01 * full
     assert runs[precision][-1] < 0.8 * runs[precision][0]
     assert runs["fp32"] != runs[precision]  # the half type really ran
 
