@@ -40,6 +40,7 @@ UNSUPPORTED_FORMATS = ("opus_xces", "hfds")
 def mtdata_entry(corpus_id: str, cache_dir: Path) -> "Entry":
     """The entry of `corpus_id` in mtdata's index (DataError when the id is malformed or unknown)."""
     os.environ.setdefault("MTDATA", str(Path(cache_dir).resolve() / "mtdata"))  # read by mtdata when imported
+    Path(os.environ["MTDATA"]).mkdir(parents=True, exist_ok=True)  # mtdata creates only its last folder
     from mtdata.entry import DatasetId
     from mtdata.index import INDEX
 
