@@ -16,7 +16,7 @@ from typing import Any
 import luigi
 
 from pipeline.config import GruProfile, TransformerProfile
-from pipeline.io import read_lines, write_json
+from pipeline.io import write_json
 from pipeline.nmt.average import average_last
 from pipeline.nmt.checkpoint import load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks
@@ -100,10 +100,10 @@ class TrainNMT(NmtModelTask):
                                   for side, lang in (("source", src), ("target", tgt))},
                            valid=valid, threads=threads)
 
-    def _train(self, config: Any, vocabs: dict[str, Vocabulary]) -> tuple[TrainingResult, dict[str, Any]]:
+    def _train(self, config: Any) -> tuple[TrainingResult, dict[str, Any]]:
         """Train in this process, or under torchrun when the profile or the Slurm job asks for several ranks;
         the result and how it ran."""
-        src, training = self.config.source, self.arch_profile().training
+        training = self.arch_profile().training
         per_node = ranks_per_node(training.ranks)
         nodes, head, job_id = slurm_nodes()
         device = default_device()
@@ -113,8 +113,7 @@ class TrainNMT(NmtModelTask):
             result = launch(self._job(config, max(1, self.processes // per_node)), per_node, nodes, head, job_id)
         else:
             result = run_job(self._job(config, max(1, self.processes)), Ranks())
-        pairs = sum(1 for _ in read_lines(self.requires()["train"].artifact_dir() / f"bpe.{src}.gz"))
-        return result, {**how, "train_pairs": pairs}
+        return result, {**how, "train_pairs": result.train_pairs}
 
     def build(self, out: Path) -> dict[str, Any]:
         src, tgt = self.config.source, self.config.target
@@ -122,7 +121,7 @@ class TrainNMT(NmtModelTask):
         state_dir.mkdir(parents=True, exist_ok=True)
         vocabs = self._vocabularies(state_dir)
         config = model_config(self.architecture, self.arch_profile(), vocabs[src], vocabs[tgt])
-        result, how = self._train(config, vocabs)
+        result, how = self._train(config)
         for lang in (src, tgt):
             shutil.copyfile(state_dir / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
         (out / "checkpoints").mkdir()

@@ -70,24 +70,29 @@ def shard(ids: np.ndarray, ranks: Ranks) -> np.ndarray:
     return np.array_split(np.asarray(ids), ranks.world_size)[ranks.rank]
 
 
+def _on_backend(values: Sequence[float]) -> torch.Tensor:
+    """values as float64, on the GPU for NCCL (which reduces only CUDA tensors)."""
+    tensor = torch.tensor(list(values), dtype=torch.float64)
+    return tensor.cuda() if dist.get_backend() == "nccl" else tensor
+
+
 def all_sum(values: Sequence[float], ranks: Ranks) -> list[float]:
-    """Each value summed over the ranks (float64 on the CPU, so every rank gets the same sums)."""
+    """Each value summed over the ranks (in float64, so every rank gets the same sums)."""
     if not ranks.distributed:
         return list(values)
-    total = torch.tensor(list(values), dtype=torch.float64)
-    if dist.get_backend() == "nccl":
-        total = total.cuda()
+    total = _on_backend(values)
     dist.all_reduce(total)
     return total.cpu().tolist()
 
 
 def from_main(value: float, ranks: Ranks) -> float:
-    """Rank 0's value on every rank (the elapsed time that decides the budget stop)."""
+    """Rank 0's value on every rank (the elapsed time that decides the budget stop): a tensor broadcast, no
+    pickling, since it runs every update."""
     if not ranks.distributed:
         return value
-    box = [value]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
+    box = _on_backend([value])
+    dist.broadcast(box, src=0)
+    return float(box.cpu()[0])
 
 
 def gather(value: Any, ranks: Ranks) -> list[Any]:

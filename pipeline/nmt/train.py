@@ -84,6 +84,7 @@ class TrainingResult:
     validation: dict[str, Any] = field(default_factory=dict)
     target_tokens: int = 0
     parameters: int = 0
+    train_pairs: int = 0
 
 
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int,
@@ -336,7 +337,7 @@ class Trainer:
             metrics.close()
         return TrainingResult(self.update, self.stream.epoch, self.elapsed, reason, list_checkpoints(self.state_dir),
                               self.resumed_from, self.last_validation, self.target_tokens,
-                              self.model.num_parameters())
+                              self.model.num_parameters(), len(self.src_ids))
 
 
 def train_model(config: ModelConfig, training: NmtTrainingProfile, seed: int, src_vocab: Vocabulary,
