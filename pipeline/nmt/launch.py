@@ -28,7 +28,7 @@ import torch
 from pipeline.config import NmtTrainingProfile
 from pipeline.errors import PipelineError
 from pipeline.io import read_json, read_lines, write_json
-from pipeline.nmt.distributed import Ranks, rank_device, start, stop
+from pipeline.nmt.distributed import Ranks, barrier, rank_device, start, stop
 from pipeline.nmt.models import config_from_dict
 from pipeline.nmt.precision import training_precision
 from pipeline.nmt.train import ParallelText, TrainingResult, Validation, Trainer
@@ -97,7 +97,9 @@ def run_job(job: TrainingJob, ranks: Ranks, **trainer_options: Any) -> TrainingR
                           Path(job.state_dir), valid=_validation(job.valid) if job.valid else None, device=device,
                           vocab_paths=job.vocabularies, log_every=job.log_every, ranks=ranks,
                           precision=training_precision(training.precision, device), **trainer_options)
-        return trainer.run()
+        result = trainer.run()
+        barrier(ranks)  # every rank done before any tears gloo down (one that does it early can abort the other)
+        return result
     finally:
         stop(ranks)
 
