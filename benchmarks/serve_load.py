@@ -46,8 +46,9 @@ def memory_kib(pid: int) -> dict[str, int]:
 def start_server(args) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli.lmbr", "serve", "--system", args.system, "--port", "0", "--threads",
-         str(args.threads), "--max-queue", str(args.max_queue), "--refill", str(args.refill), *(["--pool-sentences", str(args.pool_sentences)]
-                                                                   if args.pool_sentences else [])],
+         str(args.threads), "--max-queue", str(args.max_queue), "--refill", str(args.refill),
+         *(["--pool-sentences", str(args.pool_sentences)] if args.pool_sentences else []),
+         *(["--prepare-processes", str(args.prepare_processes)] if args.prepare_processes is not None else [])],
         stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "TQDM_DISABLE": "1"})
     match = re.search(r"on (http://[\d.]+:\d+)/", process.stderr.readline())
     if not match:
@@ -102,6 +103,34 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
             "phase_median_seconds": {n: round(statistics.median(t.get(n, 0.0) for t in timings), 4) for n in names}}
 
 
+async def soak(url: str, lines: list[str], offline: dict[str, str], args, pid: int, source: str,
+               target: str) -> dict:
+    """--soak seconds of load at --soak-clients, with the server's resident memory sampled as it runs."""
+    samples: list[tuple[float, int]] = []
+    begun = time.perf_counter()
+
+    async def sample() -> None:
+        while True:
+            samples.append((round(time.perf_counter() - begun, 1), memory_kib(pid)["VmRSS"]))
+            await asyncio.sleep(args.soak_every)
+
+    sampler = asyncio.ensure_future(sample())
+    level = await load(url, lines, offline, args.soak_clients, 10 ** 9, args.soak, source, target)
+    sampler.cancel()
+    samples.append((round(time.perf_counter() - begun, 1), memory_kib(pid)["VmRSS"]))
+    rss = [kib for _, kib in samples]
+    half = len(rss) // 2
+    level.update({"rss_samples_kib": samples, "rss_first_kib": rss[0], "rss_last_kib": rss[-1],
+                  "rss_max_kib": max(rss), "rss_median_first_half_kib": statistics.median(rss[:max(half, 1)]),
+                  "rss_median_second_half_kib": statistics.median(rss[half:])})
+    print(f"soak: {level['answered']}/{level['requests']} answered, {level['failed']} failed, {level['different']} "
+          f"different over {level['wall_seconds']:.0f} s at {args.soak_clients} clients; RSS first "
+          f"{rss[0] / 1024:.0f} MiB, medians of the halves {level['rss_median_first_half_kib'] / 1024:.0f} and "
+          f"{level['rss_median_second_half_kib'] / 1024:.0f} MiB, last {rss[-1] / 1024:.0f} MiB, max "
+          f"{max(rss) / 1024:.0f} MiB", flush=True)
+    return level
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--system", required=True, help="an exported system folder")
@@ -116,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-words", type=int, default=25, help="the one-sentence latency probe's length")
     p.add_argument("--probe-requests", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--prepare-processes", type=int, help="the server's --prepare-processes (default: the server's)")
+    p.add_argument("--soak", type=float, default=0,
+                   help="after the levels, seconds of load at --soak-clients, sampling the server's memory every "
+                        "--soak-every seconds (0: no soak)")
+    p.add_argument("--soak-clients", type=int, default=16)
+    p.add_argument("--soak-every", type=float, default=10)
     p.add_argument("--json", default="results/benchmarks/serve_load.json")
     args = p.parse_args(argv)
 
@@ -136,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     offline[probe] = offline.get(probe) or translator.translate_batch([probe])[0]
     source_words = sum(len(line.split()) for line in lines)
     report = {"machine": machine(args.threads), "system": system.name, "task": system.manifest["task"],
-              "server": {"refill": args.refill, "pool_sentences": args.pool_sentences, "max_queue": args.max_queue},
+              "server": {"refill": args.refill, "pool_sentences": args.pool_sentences, "max_queue": args.max_queue,
+                         "prepare_processes": args.prepare_processes},
               "sentences": len(lines), "offline": {"seconds": round(offline_seconds, 3),
                                                    "words_per_minute": round(60 * source_words / offline_seconds, 1),
                                                    "phase_seconds": {k: round(v, 3)
@@ -158,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                   " MiB", flush=True)
         single = asyncio.run(load(url, [probe], offline, 1, args.probe_requests, args.seconds, system.source,
                                   system.target))
+        if args.soak > 0:
+            report["soak"] = asyncio.run(soak(url, lines, offline, args, process.pid, system.source, system.target))
         report["probe"] = {"words": len(probe.split()), "sentence": probe, **single}
         print(f"one {len(probe.split())}-word sentence at 1 client: p50 {single['latency_seconds']['p50']:.3f} s, "
               f"p95 {single['latency_seconds']['p95']:.3f} s; phases (median s): {single['phase_median_seconds']}")

@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
     p.add_argument("--max-chars", type=positive_int, default=5000, help="characters per request (413 past it)")
     p.add_argument("--max-lines", type=positive_int, default=100, help="lines per request (413 past it)")
+    p.add_argument("--prepare-processes", type=int,
+                   help="worker processes running the PBMT search, posteriors and L of the hybrids beside the decoder "
+                        "(default: 1 for systems with lattices, 0 otherwise; 0: in the server's own process)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
@@ -44,8 +47,13 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     translator = Translator(load_system(Path(args.system)), device=args.device)
     decode = translator.system.settings.decode
+    processes = args.prepare_processes
+    if processes is None:
+        processes = 1 if translator.system.kind.needs_lattices and translator.models is not None else 0
+    if processes < 0:
+        raise SystemExit("lmbr serve: --prepare-processes must be at least 0")
     service = DecodingService(translator, pool_sentences=args.pool_sentences or decode.get("batch_sentences", 16),
-                              max_queue=args.max_queue, refill=args.refill)
+                              max_queue=args.max_queue, refill=args.refill, prepare_processes=processes)
     app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines))
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

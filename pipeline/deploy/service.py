@@ -7,11 +7,15 @@
                                                             # posteriors, nmt (from its first sentence's start)
     service.close()                                         # finishes every accepted request, then stops
 
-Two threads, so that the caller (the server's event loop) never waits on decoding:
+Threads, so that the caller (the server's event loop) never waits on decoding:
 
-- the preparing thread takes the waiting requests in arrival order, as many as fit the translator's `batch_lines`,
+- a preparing thread takes the waiting requests in arrival order, as many as fit the translator's `batch_lines`,
   and runs Translator.prepare on them in one call (preprocessing, and for the hybrids the PBMT lattices, posteriors,
-  L and acceptors, whose fixed costs per call are then shared), then hands their sentences to the decoder;
+  L and acceptors, whose fixed costs per call are then shared), then hands their sentences to the decoder. With
+  `prepare_processes` N >= 1 there are N preparing threads, each calling its own worker process
+  (pipeline/deploy/preparer.py), so that the Python-heavy PBMT search and posteriors run beside the decoding
+  thread instead of holding its interpreter's lock, and N calls run at once; with 0, one thread prepares in this
+  process;
 - the decoding thread keeps a pool of BeamBatches (pipeline/decode/beam_search.py). When the sentences still
   decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch;
   each step advances the batch with the least progress and merges batches that reach the same step, exactly as
@@ -35,8 +39,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from pipeline.deploy.preparer import ProcessPreparer
 from pipeline.deploy.terms import Terminology
-from pipeline.deploy.translator import Prepared, Translator
+from pipeline.deploy.translator import PREPARE_PHASES, Prepared, Translator
 
 __all__ = ["Closed", "DecodingService", "Overloaded"]
 
@@ -75,9 +80,10 @@ class DecodingService:
     """See the module docstring."""
 
     def __init__(self, translator: Translator, pool_sentences: int = 16, max_queue: int = 256,
-                 refill: float = 0.25) -> None:
-        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1:
-            raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1]")
+                 refill: float = 0.25, prepare_processes: int = 0) -> None:
+        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1 or prepare_processes < 0:
+            raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1], prepare_processes "
+                             "at least 0")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
                                                                               max_queue, refill)
         self._lock = threading.Condition()
@@ -87,7 +93,11 @@ class DecodingService:
         self._decoding = 0                                  # sentences in the pool
         self._preparing = 0                                 # requests taken by the preparing thread, not handed on
         self._closing = False
-        self._threads = [threading.Thread(target=self._prepare_loop, name="lmbr-prepare", daemon=True)]
+        self._lines_seen = 0                                # lines taken for preparing (their numbers in warnings)
+        self._preparers = [ProcessPreparer(translator.system.folder, translator.batch_lines)
+                           for _ in range(prepare_processes)]
+        self._threads = [threading.Thread(target=self._prepare_loop, args=(preparer,), name="lmbr-prepare",
+                                          daemon=True) for preparer in self._preparers or [None]]
         if translator.models is not None:
             self._threads.append(threading.Thread(target=self._decode_loop, name="lmbr-decode", daemon=True))
         for thread in self._threads:
@@ -127,13 +137,15 @@ class DecodingService:
             self._lock.notify_all()
         for thread in self._threads:
             thread.join(timeout)
+        for preparer in self._preparers:
+            preparer.close()
 
     # ------------------------------------------------------------------------------------------------- threads
     def _finished(self) -> bool:
         """Closing, and nothing accepted is left anywhere but in the pool (the caller checks the pool)."""
         return self._closing and not self._requests and not self._preparing and not self._ready
 
-    def _prepare_loop(self) -> None:
+    def _prepare_loop(self, preparer: ProcessPreparer | None) -> None:
         while True:
             with self._lock:
                 while not self._requests and not self._closing:
@@ -147,23 +159,31 @@ class DecodingService:
                     lines += len(self._requests[0].lines)
                     requests.append(self._requests.popleft())
                 self._preparing += len(requests)
-            self._prepare(requests)
+                first_line = self._lines_seen + 1
+                self._lines_seen += lines
+            self._prepare(requests, first_line, preparer)
 
-    def _prepare(self, requests: list[_Request]) -> None:
+    def _prepare(self, requests: list[_Request], first_line: int, preparer: ProcessPreparer | None) -> None:
         """Prepares the requests in one call (PBMT, posteriors and L have fixed costs per call), and hands their
         sentences to the decoder. If the call fails, each request is prepared alone, so a bad line fails only its
         own request."""
-        before = dict(self.translator.timings)
         now = time.perf_counter()
         for request in requests:
             request.future.timings["queue"] = now - request.submitted
+        lines = [line for request in requests for line in request.lines]
+        terms = [request.terms for request in requests for _ in request.lines]
         try:
-            prepared = self.translator.prepare([line for request in requests for line in request.lines],
-                                               [request.terms for request in requests for _ in request.lines])
+            if preparer is None:
+                before = dict(self.translator.timings)
+                prepared = self.translator.prepare(lines, terms, first_line)
+                spent = {phase: self.translator.timings[phase] - before[phase] for phase in PREPARE_PHASES}
+            else:
+                prepared, spent = preparer.prepare(lines, terms, first_line)
         except Exception as e:
             if len(requests) > 1:
                 for request in requests:
-                    self._prepare([request])
+                    self._prepare([request], first_line, preparer)
+                    first_line += len(request.lines)
                 return
             with self._lock:
                 self._queued -= len(requests[0].lines)
@@ -171,8 +191,6 @@ class DecodingService:
                 self._lock.notify_all()
             requests[0].future.set_exception(e)
             return
-        spent = {phase: self.translator.timings[phase] - before[phase] for phase in ("preprocess", "pbmt",
-                                                                                    "posteriors")}
         with self._lock:
             start = 0
             for request in requests:

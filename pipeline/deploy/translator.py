@@ -49,6 +49,7 @@ __all__ = ["Prepared", "Translator"]
 
 _LOG = logging.getLogger(__name__)
 PHASES = ("preprocess", "pbmt", "posteriors", "nmt", "postprocess")
+PREPARE_PHASES = PHASES[:3]  # the phases of `prepare`
 
 
 @dataclass
@@ -182,14 +183,15 @@ class Translator:
         return now
 
     # ------------------------------------------------------------------------------------------------ prepare
-    def prepare(self, lines: Sequence[str],
-                terms: Sequence[Terminology | None] | None = None) -> list[Prepared]:
-        """Preprocessing, PBMT and posteriors of a batch of raw lines (numbered on from earlier batches); terms:
-        the terminology of each line (default: the translator's own)."""
+    def prepare(self, lines: Sequence[str], terms: Sequence[Terminology | None] | None = None,
+                first_line: int | None = None) -> list[Prepared]:
+        """Preprocessing, PBMT and posteriors of a batch of raw lines, numbered from first_line in warnings (default:
+        on from earlier batches); terms: the terminology of each line (default: the translator's own)."""
         from pipeline.decode.scores import max_output_lengths
 
         clock = time.perf_counter()
-        first, self.lines_seen = self.lines_seen + 1, self.lines_seen + len(lines)
+        first = self.lines_seen + 1 if first_line is None else first_line
+        self.lines_seen = max(self.lines_seen, first + len(lines) - 1)
         words = [self.source.words(line) for line in lines]
         prepared = []
         for k, w in enumerate(words):

@@ -11,12 +11,13 @@ from pipeline.deploy.system import load_system
 from pipeline.deploy.translator import Translator
 
 
-@pytest.mark.parametrize("name", ["LNMT", "TNMT-lat", "PBMT"])
-def test_concurrent_requests_get_the_offline_translations(exported_systems, name):
+@pytest.mark.parametrize("name, processes", [("LNMT", 0), ("TNMT-lat", 0), ("PBMT", 0), ("LNMT", 2),
+                                             ("TNMT-lat", 1)])
+def test_concurrent_requests_get_the_offline_translations(exported_systems, name, processes):
     exports, raw = exported_systems
     system = load_system(exports[name].folder())
     offline = dict(zip(raw, Translator(system).translate(raw)))
-    service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000)
+    service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000, prepare_processes=processes)
     rng = random.Random(4)
     requests = [rng.sample(raw, rng.randint(1, 4)) + ([""] if k % 3 == 0 else []) for k in range(24)]
     answers: dict[int, list[str]] = {}
@@ -55,4 +56,18 @@ def test_a_line_the_model_cannot_take_fails_its_request_only(exported_systems):
     with pytest.raises(Exception, match="positions"):
         bad.result(timeout=60)
     assert len(good.result(timeout=60)) == 2
+    service.close()
+
+
+def test_a_preparing_process_that_died_is_replaced(exported_systems):
+    exports, raw = exported_systems
+    system = load_system(exports["LNMT"].folder())
+    offline = list(Translator(system).translate(raw[:2]))
+    service = DecodingService(Translator(system), pool_sentences=2, prepare_processes=1)
+    assert service.submit(raw[:2]).result(timeout=120) == offline
+    first = service._preparers[0]._process
+    first.kill()
+    first.join()
+    assert service.submit(raw[:2]).result(timeout=120) == offline
+    assert service._preparers[0]._process.pid != first.pid
     service.close()
