@@ -1,12 +1,13 @@
 """Benchmark: `lmbr serve` under 1, 4, 16 and 64 concurrent clients on loopback, against offline translation.
 
 The server runs as its own process (`lmbr serve --system DIR --port 0`). Each client sends one sentence per request
-(`q` a string), round-robin over the input lines, until the level's --requests or --seconds run out. Every answer
-is compared with the offline translation of its sentence (the same system through `Translator.translate` in this
+(`q` a string), round-robin over the input lines, until the level's --requests or --seconds run out. Every answer is
+compared with the offline translation of its sentence (the same system through `Translator.translate` in this
 process, timed for the offline words per minute); a request that fails, times out or comes back different is
 counted. Reported per level: requests, p50/p95/p99 latency, words per minute (source words answered / wall time),
-the server's peak and final resident memory (VmHWM, VmRSS), and the median of each phase of the Server-Timing
-headers. Then the latency of one --probe-words sentence at 1 client, per phase. Prints a table and writes JSON.
+the server's peak and final resident memory (VmHWM, VmRSS, its preparing worker processes included), and the median
+of each phase of the Server-Timing headers. Then the latency of one --probe-words sentence at 1 client, per phase.
+Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/serve_load.py --system systems/eng-ger/LNMT \\
         --input work/small/eng-ger/tokenized/newstest2016-*/raw.en.gz --sentences 1000 --threads 2
@@ -38,9 +39,30 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def memory_kib(pid: int) -> dict[str, int]:
-    """VmHWM (peak) and VmRSS of a process, in KiB."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return {key: int(fields[key].split()[0]) for key in ("VmHWM", "VmRSS")}
+    """VmHWM (peak) and VmRSS in KiB of a process plus its child processes (the server's preparing workers): each
+    process's own peak, summed."""
+    total = {"VmHWM": 0, "VmRSS": 0}
+    for process in [pid, *descendants(pid)]:
+        try:
+            status = Path(f"/proc/{process}/status").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        for key in total:
+            total[key] += int(fields[key].split()[0])
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    """The process ids below `pid` (from /proc/<pid>/task/*/children)."""
+    found = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            for child in map(int, children.read_text().split()):
+                found += [child, *descendants(child)]
+        except OSError:
+            continue
+    return found
 
 
 def start_server(args) -> tuple[subprocess.Popen, str]:
@@ -70,6 +92,7 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
     latencies, timings, words = [], [], 0
     failed = wrong = 0
     sent = 0
+    reasons: dict[str, int] = {}  # why requests failed: HTTP status or exception class
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
@@ -81,12 +104,15 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
                 started = time.perf_counter()
                 try:
                     answer = await client.post("/translate", json={"q": line, "source": source, "target": target})
-                except httpx.HTTPError:
+                except httpx.HTTPError as e:
                     failed += 1
+                    reasons[type(e).__name__] = reasons.get(type(e).__name__, 0) + 1
                     continue
                 latencies.append(time.perf_counter() - started)
                 if answer.status_code != 200:
                     failed += 1
+                    key = f"HTTP {answer.status_code}"
+                    reasons[key] = reasons.get(key, 0) + 1
                     continue
                 timings.append(phases(answer.headers.get("Server-Timing", "")))
                 words += len(line.split())
@@ -97,7 +123,8 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - begun
     names = sorted({name for t in timings for name in t})
-    return {"clients": clients, "requests": sent, "answered": len(timings), "failed": failed, "different": wrong,
+    return {"clients": clients, "requests": sent, "answered": len(timings), "failed": failed,
+            "failed_because": reasons, "different": wrong,
             "wall_seconds": round(wall, 3), "words_per_minute": round(60 * words / max(wall, 1e-9), 1),
             "latency_seconds": {f"p{q}": round(percentile(latencies, q), 4) for q in (50, 95, 99)},
             "phase_median_seconds": {n: round(statistics.median(t.get(n, 0.0) for t in timings), 4) for n in names}}
