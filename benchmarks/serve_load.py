@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,7 +93,7 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
     latencies, timings, words = [], [], 0
     failed = wrong = 0
     sent = 0
-    reasons: dict[str, int] = {}  # why requests failed: HTTP status or exception class
+    reasons: Counter[str] = Counter()  # why requests failed: HTTP status or exception class
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
@@ -106,13 +107,12 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
                     answer = await client.post("/translate", json={"q": line, "source": source, "target": target})
                 except httpx.HTTPError as e:
                     failed += 1
-                    reasons[type(e).__name__] = reasons.get(type(e).__name__, 0) + 1
+                    reasons[type(e).__name__] += 1
                     continue
                 latencies.append(time.perf_counter() - started)
                 if answer.status_code != 200:
                     failed += 1
-                    key = f"HTTP {answer.status_code}"
-                    reasons[key] = reasons.get(key, 0) + 1
+                    reasons[f"HTTP {answer.status_code}"] += 1
                     continue
                 timings.append(phases(answer.headers.get("Server-Timing", "")))
                 words += len(line.split())
@@ -124,7 +124,7 @@ async def load(url: str, lines: list[str], offline: dict[str, str], clients: int
         wall = time.perf_counter() - begun
     names = sorted({name for t in timings for name in t})
     return {"clients": clients, "requests": sent, "answered": len(timings), "failed": failed,
-            "failed_because": reasons, "different": wrong,
+            "failed_because": dict(reasons), "different": wrong,
             "wall_seconds": round(wall, 3), "words_per_minute": round(60 * words / max(wall, 1e-9), 1),
             "latency_seconds": {f"p{q}": round(percentile(latencies, q), 4) for q in (50, 95, 99)},
             "phase_median_seconds": {n: round(statistics.median(t.get(n, 0.0) for t in timings), 4) for n in names}}

@@ -1,7 +1,7 @@
 """Translator.prepare in a worker process: a server's PBMT search, posteriors and L run beside its decoding thread.
 
     preparer = ProcessPreparer(system_folder, batch_lines=64)
-    prepared, spent = preparer.prepare(lines, terms, first_line=1)   # as Translator.prepare, plus its phase seconds
+    prepared, spent = preparer.prepare_timed(lines, terms, first_line=1)   # as Translator.prepare_timed
     preparer.close()
 
 The PBMT search, the lattices' posteriors and L are Python-heavy; in the server's own interpreter they hold its lock
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.deploy.terms import Terminology
-from pipeline.deploy.translator import PREPARE_PHASES, Prepared
+from pipeline.deploy.translator import Prepared
 
 __all__ = ["ProcessPreparer", "WorkerDied"]
 
@@ -47,11 +47,8 @@ def _serve(connection: Connection, folder: str, batch_lines: int, threads: int) 
         if message is None:
             return
         lines, terms, first_line = message
-        before = dict(translator.timings)
         try:
-            prepared = translator.prepare(lines, terms, first_line=first_line)
-            spent = {phase: translator.timings[phase] - before[phase] for phase in PREPARE_PHASES}
-            connection.send(("ok", prepared, spent))
+            connection.send(("ok", *translator.prepare_timed(lines, terms, first_line)))
         except Exception as e:  # noqa: BLE001 - handed back to the caller, which fails those requests alone
             try:
                 connection.send(("error", e))
@@ -80,12 +77,13 @@ class ProcessPreparer:
         try:
             ours.recv()  # "ready", or EOF when loading the system failed in the worker
         except EOFError:
+            self._process.join(5)
             raise WorkerDied(f"the preparing process could not load {self.folder} (exit code "
-                             f"{self._process.join(5) or self._process.exitcode})") from None
+                             f"{self._process.exitcode})") from None
 
-    def prepare(self, lines: Sequence[str], terms: Sequence[Terminology | None] | None,
-                first_line: int) -> tuple[list[Prepared], dict[str, float]]:
-        """Translator.prepare(lines, terms, first_line) in the worker, and the seconds of each of its phases."""
+    def prepare_timed(self, lines: Sequence[str], terms: Sequence[Terminology | None] | None,
+                      first_line: int) -> tuple[list[Prepared], dict[str, float]]:
+        """Translator.prepare_timed(lines, terms, first_line) in the worker."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()

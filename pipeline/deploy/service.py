@@ -41,7 +41,7 @@ import torch
 
 from pipeline.deploy.preparer import ProcessPreparer
 from pipeline.deploy.terms import Terminology
-from pipeline.deploy.translator import PREPARE_PHASES, Prepared, Translator
+from pipeline.deploy.translator import Prepared, Translator
 
 __all__ = ["Closed", "DecodingService", "Overloaded"]
 
@@ -173,12 +173,7 @@ class DecodingService:
         lines = [line for request in requests for line in request.lines]
         terms = [request.terms for request in requests for _ in request.lines]
         try:
-            if preparer is None:
-                before = dict(self.translator.timings)
-                prepared = self.translator.prepare(lines, terms, first_line)
-                spent = {phase: self.translator.timings[phase] - before[phase] for phase in PREPARE_PHASES}
-            else:
-                prepared, spent = preparer.prepare(lines, terms, first_line)
+            prepared, spent = (preparer or self.translator).prepare_timed(lines, terms, first_line)
         except Exception as e:
             if len(requests) > 1:
                 for request in requests:

@@ -213,6 +213,13 @@ class Translator:
                 self._lattices(words, prepared, Path(tmp), clock)
         return prepared
 
+    def prepare_timed(self, lines: Sequence[str], terms: Sequence[Terminology | None] | None = None,
+                      first_line: int | None = None) -> tuple[list[Prepared], dict[str, float]]:
+        """`prepare`, and the seconds it spent in each of its phases (PREPARE_PHASES)."""
+        before = dict(self.timings)
+        prepared = self.prepare(lines, terms, first_line)
+        return prepared, {phase: self.timings[phase] - before[phase] for phase in PREPARE_PHASES}
+
     def _terms_of(self, item: Prepared, terminology: Terminology, line: str) -> None:
         """The item's terms: the forced spans of the PBMT, and the target ids of the NMT search (a term with a subword
         the NMT does not know is left out of the NMT's, with a warning: the model cannot write it)."""
