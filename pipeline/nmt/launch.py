@@ -14,6 +14,7 @@ A killed launch resumes from the checkpoints of the state folder when it is star
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import subprocess
@@ -90,18 +91,26 @@ def run_job(job: TrainingJob, ranks: Ranks, **trainer_options: Any) -> TrainingR
     device = rank_device(ranks)
     start(ranks, device)
     try:
-        training = NmtTrainingProfile(**{**job.training, "seeds": tuple(job.training["seeds"])})
-        vocabs = [Vocabulary.load(Path(job.state_dir) / job.vocabularies[side]) for side in ("source", "target")]
-        train = ParallelText(_token_lines(job.train["source"]), _token_lines(job.train["target"]))
-        trainer = Trainer(config_from_dict(job.model), training, job.seed, vocabs[0], vocabs[1], train,
-                          Path(job.state_dir), valid=_validation(job.valid) if job.valid else None, device=device,
-                          vocab_paths=job.vocabularies, log_every=job.log_every, ranks=ranks,
-                          precision=training_precision(training.precision, device), **trainer_options)
-        result = trainer.run()
-        barrier(ranks)  # every rank done before any tears gloo down (one that does it early can abort the other)
+        result = _train(job, ranks, device, **trainer_options)
+        # The trainer and its DDP reducer are gone (and collected) before the group is torn down, and every rank is
+        # done before any tears it down: a reducer outliving its gloo group, or a rank leaving early, aborts a rank
+        # ("terminate called without an active exception").
+        gc.collect()
+        barrier(ranks)
         return result
     finally:
         stop(ranks)
+
+
+def _train(job: TrainingJob, ranks: Ranks, device: torch.device, **trainer_options: Any) -> TrainingResult:
+    training = NmtTrainingProfile(**{**job.training, "seeds": tuple(job.training["seeds"])})
+    vocabs = [Vocabulary.load(Path(job.state_dir) / job.vocabularies[side]) for side in ("source", "target")]
+    train = ParallelText(_token_lines(job.train["source"]), _token_lines(job.train["target"]))
+    trainer = Trainer(config_from_dict(job.model), training, job.seed, vocabs[0], vocabs[1], train,
+                      Path(job.state_dir), valid=_validation(job.valid) if job.valid else None, device=device,
+                      vocab_paths=job.vocabularies, log_every=job.log_every, ranks=ranks,
+                      precision=training_precision(training.precision, device), **trainer_options)
+    return trainer.run()
 
 
 def result_to_json(result: TrainingResult, ranks: int) -> dict[str, Any]:
