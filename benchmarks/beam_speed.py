@@ -51,7 +51,7 @@ from pipeline.vocab import Vocabulary  # noqa: E402
 def load(args) -> tuple[Ensemble, Vocabulary, dict]:
     """The model (an Ensemble), its source vocabulary and a description."""
     if args.model:
-        loaded = load_models(args.model, "cpu")
+        loaded = load_models(args.model, args.device)
         members = loaded.ensemble.models
         return loaded.ensemble, loaded.src_vocab, {
             "kind": "trained", "files": [str(p) for p in loaded.members],
@@ -62,7 +62,8 @@ def load(args) -> tuple[Ensemble, Vocabulary, dict]:
     vocab = Vocabulary.build([words])
     profile = load_profile(args.profile)
     torch.manual_seed(1)
-    model = build_model(model_config(args.architecture, getattr(profile.nmt, args.architecture), vocab, vocab)).eval()
+    model = build_model(model_config(args.architecture, getattr(profile.nmt, args.architecture), vocab, vocab))
+    model = model.to(args.device).eval()
     return Ensemble([model]), vocab, {"kind": f"random weights at the {args.profile} profile's sizes",
                                       "architectures": [args.architecture], "parameters": model.num_parameters(),
                                       "vocab_sizes": [len(vocab), len(vocab)]}
@@ -88,7 +89,8 @@ def log(line: str) -> None:
 
 
 def plot(summary: dict, out: Path) -> list[Path]:
-    label = f"{'+'.join(summary['model']['architectures'])}, {summary['machine']['torch_threads']} CPU threads"
+    where = summary["machine"].get("gpu") or f"{summary['machine']['torch_threads']} CPU threads"
+    label = f"{'+'.join(summary['model']['architectures'])}, {where}"
     return plot_speed(summary.get("figure_a"), summary.get("figure_b"), label, summary["sentence_beam"],
                       out.with_name(out.stem))
 
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-length-a", type=float, default=2.0)
     p.add_argument("--max-length-b", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (the paper's setting is a GPU)")
     p.add_argument("--runs", type=int, default=2, help="timed runs per configuration (the fastest is kept)")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/beam_speed.json")
     args = p.parse_args(argv)
@@ -120,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     model, vocab, model_info = load(args)
     summary = {"benchmark": "beam_speed", "command": " ".join([Path(sys.executable).name, *sys.argv]),
-               "machine": machine(args.threads), "model": model_info, "runs": args.runs,
+               "machine": machine(args.threads, args.device), "model": model_info, "runs": args.runs,
                "max_length": {"a": args.max_length_a, "b": args.max_length_b}, "sentence_beam": args.sentence_beam}
     figures = set(args.figures.split(","))
     max_length = (args.max_length_a, args.max_length_b)

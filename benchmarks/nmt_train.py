@@ -31,6 +31,7 @@ from pipeline.io import write_json  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.nmt.models import limit_vocabulary, model_config  # noqa: E402
+from pipeline.nmt.precision import training_precision  # noqa: E402
 from pipeline.nmt.train import ParallelText, Trainer  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
 
@@ -72,15 +73,18 @@ def synthetic_data(lines: int, vocab_size: int, seed: int = 0) -> tuple[Parallel
 
 
 def measure(architecture: str, profile_name: str, data, src_vocab, tgt_vocab, runs: int, warmup: int,
-            updates: int) -> dict:
+            updates: int, device: str = "cpu") -> dict:
+    """Target tokens per second of `runs` fresh trainers at the profile's sizes and precision (on `device`)."""
     arch = getattr(load_profile(profile_name).nmt, architecture)
     src_vocab, tgt_vocab = limit_vocabulary(src_vocab, arch.vocab_size), limit_vocabulary(tgt_vocab, arch.vocab_size)
     config = model_config(architecture, arch, src_vocab, tgt_vocab)
+    precision = training_precision(arch.training.precision, torch.device(device))
     speeds, sentences, tokens, params = [], [], [], 0
     for run in range(runs):
         with tempfile.TemporaryDirectory(prefix="nmt_train_bench-") as tmp:
             trainer = Trainer(config, arch.training, seed=run + 1, src_vocab=src_vocab, tgt_vocab=tgt_vocab,
-                              train=data, state_dir=Path(tmp), device="cpu")
+                              train=data, state_dir=Path(tmp), device=device,
+                              precision=precision)
             params = trainer.model.num_parameters()
             trainer.model.train()
             for _ in range(warmup):
@@ -90,11 +94,14 @@ def measure(architecture: str, profile_name: str, data, src_vocab, tgt_vocab, ru
                 ids = next(trainer.stream)
                 run_tokens += trainer.train_step(ids)[2]
                 sentences.append(len(ids))
+            if device.startswith("cuda"):
+                torch.cuda.synchronize(device)
             seconds = time.perf_counter() - started
         speeds.append(run_tokens / seconds)
         tokens.append(run_tokens / updates)
         print(f"{architecture} run {run + 1}/{runs}: {run_tokens / seconds:.0f} target tokens/s", file=sys.stderr)
-    return {"architecture": architecture, "parameters": params, "max_tokens": arch.training.max_tokens,
+    return {"architecture": architecture, "parameters": params, "precision": precision,
+            "max_tokens": arch.training.max_tokens,
             "vocab_sizes": [len(src_vocab), len(tgt_vocab)], "updates_per_run": updates, "warmup_updates": warmup,
             "mean_batch_sentences": statistics.mean(sentences), "mean_batch_target_tokens": statistics.mean(tokens),
             "target_tokens_per_s_runs": [round(s, 1) for s in speeds],
@@ -147,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="small")
     parser.add_argument("--architectures", default="gru,transformer")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (the paper's setting is a GPU)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=3, help="untimed updates per run")
     parser.add_argument("--updates", type=int, default=15, help="timed updates per run")
@@ -178,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     loaded = real_data(args.work_dir, args.profile, args.task, args.lines)
     data, src_vocab, tgt_vocab, source = loaded or synthetic_data(args.lines, args.synthetic_vocab)
-    info = machine(args.threads)
-    results = [measure(a, args.profile, data, src_vocab, tgt_vocab, args.runs, args.warmup, args.updates)
+    info = machine(args.threads, args.device)
+    results = [measure(a, args.profile, data, src_vocab, tgt_vocab, args.runs, args.warmup, args.updates, args.device)
                for a in args.architectures.split(",")]
     summary = {"benchmark": "nmt_train", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "profile": args.profile, "runs": args.runs, "data": {**source, "pairs": len(data.sources)},
@@ -192,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
              f"{r['median_seconds_per_update']:.3f}", f"{r['median_target_tokens_per_s']:.0f}",
              " ".join(f"{s:.0f}" for s in r["target_tokens_per_s_runs"])) for r in results]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    print(f"profile {args.profile}, {args.threads} threads, {info['cpu']}, data {source['kind']}")
+    print(f"profile {args.profile}, {info.get('gpu') or str(args.threads) + ' threads, ' + info['cpu']}, "
+          f"data {source['kind']}")
     for row in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     write_json(args.out, summary)
