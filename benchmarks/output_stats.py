@@ -12,7 +12,9 @@ against PBMT's). Prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -25,9 +27,16 @@ from lmbr_gains import repeated_4grams, scores  # noqa: E402
 from pipeline.evaluation.bleu import bleu_tokenizer  # noqa: E402
 from pipeline.evaluation.significance import chrf2  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
+from pipeline.vocab import UNK  # noqa: E402
 from sacrebleu.metrics import BLEU  # noqa: E402
 
 TASKS = ("chi-eng", "eng-ger", "eng-jpn", "ger-eng", "jpn-eng")
+
+
+def distinct_unks(line: str) -> str:
+    """`line` with its n-th ``<unk>`` replaced by a word of its own (UNKn): each stands for another source word."""
+    count = itertools.count(1)
+    return re.sub(re.escape(UNK), lambda _: f"UNK{next(count)}", line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,14 +74,20 @@ def main(argv: list[str] | None = None) -> int:
             hypotheses = list(read_lines(path))
             row = {"task": task, "system": system, "split": split, **scores(hypotheses, references, target),
                    "chrf2": round(chrf2(hypotheses, references), 2)}
-            # repeated 4-grams over BLEU's own tokens (Japanese has no spaces)
+            # repeated 4-grams over BLEU's own tokens (Japanese has no spaces); BLEU's tokenizer splits "<unk>" into
+            # "< unk >", so a chain of <unk> (one per untranslated source piece) counts as a loop there: the second
+            # measure treats every <unk> as a word of its own
             repeats, total = repeated_4grams([tokenize(line) for line in hypotheses])
+            distinct, _ = repeated_4grams([tokenize(distinct_unks(line)) for line in hypotheses])
             row.update(repeated_4grams=repeats, **{"4grams": total},
-                       repeated_share=round(repeats / total, 3) if total else 0.0)
+                       repeated_share=round(repeats / total, 3) if total else 0.0,
+                       unk_lines=sum(UNK in line for line in hypotheses),
+                       repeated_share_unk_distinct=round(distinct / total, 4) if total else 0.0)
             rows.append(row)
             print(f"{task:>8} {system:>10} {row['bleu']:6.2f} {row['chrf2']:6.2f} {row['precision_1']:5.1f} "
                   f"{row['length_ratio']:5.2f} {row['repeated_4grams']:>8} of {row['4grams']:<6} "
-                  f"({100 * row['repeated_share']:.1f}%)", flush=True)
+                  f"({100 * row['repeated_share']:.1f}%; {100 * row['repeated_share_unk_distinct']:.2f}% with each "
+                  f"<unk> distinct, {row['unk_lines']} lines with <unk>)", flush=True)
     out = args.out or REPO / "results" / "benchmarks" / f"output_stats_{args.profile}.json"
     write_json(out, {"machine": machine(1), "profile": args.profile, "rows": rows})
     print(f"wrote {out}")

@@ -273,16 +273,16 @@ class DecodeLNMT(DecodeNMT):
     """LNMT: the FNMT ensemble with LMBR (the L matrices of the split's PBMT lattices)."""
 
     system, models, lmbr = "LNMT", "FNMT", True
-    version = 3  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
-    # or up to patience x B finished
+    version = 4  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>)
 
 
 class DecodeLTNMT(DecodeNMT):
     """LTNMT: the TNMT model with LMBR."""
 
     system, models, lmbr = "LTNMT", "TNMT", True
-    version = 3  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
-    # or up to patience x B finished
+    version = 4  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>)
 
 
 class DecodeFNMTLattice(DecodeNMT):

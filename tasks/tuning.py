@@ -43,8 +43,8 @@ class TuneLMBR(PipelineTask):
     set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
     stage = "lmbr-tuning"
-    version = 3  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win;
-    # 3: ... up to patience x B finished
+    version = 4  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win;
+    # 3: ... up to patience x B finished; 4: BOS is never an output of LMBR decoding
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
 

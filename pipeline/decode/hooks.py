@@ -56,7 +56,8 @@ from torch import Tensor
 if TYPE_CHECKING:
     from pipeline.decode.allocation import Allocation
 
-__all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "chain_factories", "no_hook"]
+__all__ = ["ChainHook", "HookFactory", "ScoreHook", "SentenceMaskHook", "TokenMaskHook", "chain_factories", "no_hook",
+           "token_mask_factory"]
 
 
 class ScoreHook:
@@ -171,3 +172,24 @@ class SentenceMaskHook(ScoreHook):
     def merge(self, other: ScoreHook) -> None:
         self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + self.forbidden.shape[0]])
         self.forbidden = torch.cat([self.forbidden, other.forbidden])
+
+
+class TokenMaskHook(ScoreHook):
+    """Tokens that no row may produce, in every sentence and at every step: e.g. ``<unk>`` in a search that is not
+    held to a lattice, where nothing can give the unknown word back (Marian's default, without ``--allow-unk``).
+    It keeps no per-row state, so reorder, advance, select_sentences and merge have nothing to do."""
+
+    def __init__(self, tokens: Tensor) -> None:
+        self.tokens = tokens                                                    # [K] int64
+
+    def scores(self, log_probs: Tensor, t: int) -> Tensor:
+        log_probs[:, self.tokens] = float("-inf")
+        return log_probs
+
+
+def token_mask_factory(tokens: Sequence[int]) -> HookFactory | None:
+    """The factory of a :class:`TokenMaskHook` forbidding `tokens` (None when there are none)."""
+    if not tokens:
+        return None
+    ids = sorted(set(tokens))
+    return lambda sentences, device: TokenMaskHook(torch.tensor(ids, dtype=torch.long, device=device))

@@ -18,6 +18,12 @@ of the n-grams each hypothesis has earned ([R, K], -1 padded), reordered with th
 
     scores [R, V] = lambda * log P_NMT + L[rows] - gains of earned[r] that candidate y would earn again
     earned [R', K'] = earned[index] + the n-grams of (rows[index], tokens) not earned before
+
+BOS is never an output. Every lattice path starts with ``<s>`` (lattices/units.py maps it to bos_id, so that the
+history [BOS] is a row of L), so the unigram ``<s>`` has posterior 1 and L pays its gain in every row. A weak NMT
+model at a small lambda does not hold the search back from collecting it, and ``<s>`` then appeared inside the
+outputs (120 of the 1000 small eng-ger LNMT devtest lines, cutting words: "fre<s> die Beziehung ..."). The hook
+sets BOS to -inf; no other token is masked (the pure NMT search masks none, as greedy decoding).
 """
 from __future__ import annotations
 
@@ -41,20 +47,22 @@ class MatrixSource(Protocol):
 
 
 class LmbrHook(ScoreHook):
-    """Adds L[row] to the scores of every hypothesis; keeps the rows aligned with the beam."""
+    """Adds L[row] to the scores of every hypothesis and forbids BOS; keeps the rows aligned with the beam."""
 
     def __init__(self, batch: LMatrixBatch, bos_id: int) -> None:
-        self.batch = batch
+        self.batch, self.bos_id = batch, bos_id
         self.rows = batch.initial_rows(bos_id)  # [R]: one per sentence at the start
         self.active = list(range(batch.num_sentences))  # the batch sentence of each sentence still decoding
         self._buffer: Tensor | None = None
 
     def scores(self, log_probs: Tensor, t: int) -> Tensor:
-        """log_probs [R, V] (already times lambda) + L[rows] [R, V]."""
+        """log_probs [R, V] (already times lambda) + L[rows] [R, V], with -inf at BOS (see the module docstring)."""
         r, v = log_probs.shape
         if self._buffer is None or self._buffer.shape[0] < r:
             self._buffer = torch.empty((r, v), dtype=self.batch.base.dtype, device=log_probs.device)
-        return log_probs.add_(self.batch.rows(self.rows, out=self._buffer[:r]))
+        scores = log_probs.add_(self.batch.rows(self.rows, out=self._buffer[:r]))
+        scores[:, self.bos_id] = float("-inf")
+        return scores
 
     def reorder(self, index: Tensor) -> None:
         self.rows = self.rows.index_select(0, index)

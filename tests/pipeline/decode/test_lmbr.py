@@ -11,6 +11,7 @@ from lattices.lmatrix import build_lmatrix
 from lattices.posteriors import ngram_posteriors
 from lattices.theta import Theta
 from pipeline.decode import SearchSettings, decode_sources
+from pipeline.decode.hooks import token_mask_factory
 from pipeline.decode.lmbr import lmbr_hook_factory
 from pipeline.errors import DataError
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel, exhaustive
@@ -58,6 +59,8 @@ def matrices_for(lattices, theta=THETA):
 def slow_bonus(posteriors: dict, theta: Theta):
     """L[history, y] summed from its n-grams: Theta_0 + sum_n Theta_n p(last n-1 tokens of [BOS] + prefix, y)."""
     def bonus(prefix, y):
+        if y == BOS:  # never an output of LMBR decoding
+            return float("-inf")
         history = (BOS, *prefix)
         total = theta.values[0]
         for n in range(1, 5):
@@ -68,13 +71,13 @@ def slow_bonus(posteriors: dict, theta: Theta):
     return bonus
 
 
-def test_with_l_zero_the_decoder_equals_pure_nmt():
+def test_with_l_zero_the_decoder_equals_pure_nmt_without_bos():
     model = PrefixModel(vocab=VOCAB, seed=2, eos_bias=-0.5)
     sources = random_sources(9, seed=4, vocab=9)
     zero = Theta((0.0, 0.0, 0.0, 0.0, 0.0), "plain", 0.5, 0.5, 1.0)
     store = Store(matrices_for([random_lattice(random.Random(i)) for i in range(9)], zero))
     settings = SearchSettings(beam=3, nbest=3, max_length_a=0.0, max_length_b=5)
-    plain = decode_sources(model, sources, settings, batch_sentences=4)
+    plain = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=token_mask_factory([BOS]))
     lmbr = decode_sources(model, sources, settings, batch_sentences=4, hook_factory=lmbr_hook_factory(store, BOS))
     assert [[h.tokens for h in hs] for hs in lmbr] == [[h.tokens for h in hs] for hs in plain]
     assert [h.score for hs in lmbr for h in hs] == pytest.approx([h.score for hs in plain for h in hs])
@@ -103,6 +106,19 @@ def test_outputs_do_not_depend_on_batching_or_sorting():
     assert all(o == outputs[0] for o in outputs)
 
 
+@pytest.mark.parametrize("gains", ["per_step", "bounded"])
+def test_bos_is_never_an_output_although_l_pays_its_unigram(gains):
+    """Every lattice path starts with <s>, so L pays the unigram <s> (posterior 1) in every row; at a small lambda
+    a search that may write BOS collects it (the NMT model here favours nothing)."""
+    model = PrefixModel(vocab=VOCAB, seed=3)
+    lattices = [chain_lattice(p) for p in [(4, 3, 5), (5, 5), (3, 4)]]
+    store = Store(matrices_for(lattices))
+    settings = SearchSettings(beam=4, nbest=4, weight=1e-3, max_length_a=0.0, max_length_b=6)
+    got = decode_sources(model, random_sources(3, seed=2, vocab=9), settings, batch_sentences=3,
+                         hook_factory=lmbr_hook_factory(store, BOS, gains=gains))
+    assert all(hyps and all(BOS not in h.tokens for h in hyps) for hyps in got)
+
+
 def test_a_sentence_without_l_is_a_clear_error():
     factory = lmbr_hook_factory(Store({}), BOS, sentence_ids=[41])
     with pytest.raises(DataError, match="no L matrix for sentence 41"):
@@ -115,6 +131,8 @@ def bounded_bonus(posteriors: dict, theta: Theta):
         return {string[i:j + 1] for j in range(1, len(string)) for i in range(max(0, j - 3), j + 1)}
 
     def bonus(prefix, y):
+        if y == BOS:  # never an output of LMBR decoding
+            return float("-inf")
         before, after = earned((BOS, *prefix)), earned((BOS, *prefix, y))
         return theta.values[0] + sum(theta.values[len(u)] * posteriors.get(u, 0.0) for u in after - before)
     return bonus
