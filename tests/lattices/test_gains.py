@@ -33,7 +33,9 @@ def random_evidence(rng: random.Random, order: int = 4) -> NgramPosteriors:
 
 def bounded_score(hypothesis: tuple[int, ...], posteriors: dict, theta: Theta) -> float:
     """Brute force: Theta_0 per token + Theta_|u| p(u) for each DISTINCT n-gram u of [BOS] + hypothesis that ends
-    on a hypothesis token and is in the evidence space."""
+    on a hypothesis token and is in the evidence space; -inf with BOS, never an output of LMBR decoding."""
+    if BOS in hypothesis:
+        return float("-inf")
     string = (BOS, *hypothesis)
     distinct = {string[i:j + 1] for j in range(1, len(string)) for i in range(max(0, j - 3), j + 1)}
     return len(hypothesis) * theta.values[0] + sum(theta.values[len(u)] * posteriors[u] for u in distinct
@@ -41,6 +43,8 @@ def bounded_score(hypothesis: tuple[int, ...], posteriors: dict, theta: Theta) -
 
 
 def per_step_score(hypothesis: tuple[int, ...], posteriors: dict, theta: Theta) -> float:
+    if BOS in hypothesis:  # never an output of LMBR decoding
+        return float("-inf")
     string = (BOS, *hypothesis)
     return sum(theta.values[0] + sum(theta.values[j - i + 1] * posteriors.get(string[i:j + 1], 0.0)
                                      for i in range(max(0, j - 3), j + 1)) for j in range(1, len(string)))
