@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from common import machine  # noqa: E402
-from pipeline.io import read_lines, write_json  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,20 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     from lattices.lmatrix import LMatrixStore
     from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid
     from pipeline.evaluation.bleu import corpus_bleu
-    from pipeline.vocab import Vocabulary
     from tasks.lattices import lmatrix_for
-    from tasks.mbr import TuneMBR, mbr_translations, target_processor
+    from tasks.mbr import TuneMBR
 
     common = {"task_name": args.task, "profile": args.profile, "work_dir": args.work_dir, "data_dir": "",
               "config_dir": str(REPO / "configs"), "processes": args.processes}
     tune = TuneMBR(**common)
-    inputs, lmbr, target = tune.requires(), tune.profile_config.lmbr, tune.config.target
+    lmbr, target = tune.profile_config.lmbr, tune.config.target
     n = lmbr.tune_sentences
-    references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
-    fallback = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:n]
-    vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
-    acceptors, processor = inputs["acceptors"].acceptors(), target_processor(tune, inputs["truecaser"])
-    restorer = inputs["acceptors"].word_restorer()
+    references, fallback, translate = tune.tuning_mbr()
     pbmt_bleu = corpus_bleu(fallback, references, target).score
     print(f"{args.task}: PBMT 1-best on the first {n} tuning sentences: BLEU {pbmt_bleu:.2f}", flush=True)
     rows = []
@@ -62,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         points = []
         for point in lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets()):
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            texts = mbr_translations(acceptors, ReweightedStore(store, theta), fallback, vocab, processor,
-                                     restorer)[0]
+            texts = translate(ReweightedStore(store, theta))
             points.append({"p": point.p, "r": point.r, "bleu": round(corpus_bleu(texts, references, target).score, 2)})
         best = max(points, key=lambda x: x["bleu"])
         rows.append({"alpha": alpha, "best": best, "at_start": points[0], "points": points})

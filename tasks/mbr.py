@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from lattices.acceptor import Acceptor
 from lattices.lmatrix import LMatrixStore
@@ -87,21 +87,27 @@ class TuneMBR(PipelineTask):
         """The chosen point of the built artifact: p and r (and the rest of a grid point)."""
         return read_json(self.artifact_dir() / MBR_CHOICE_FILE)["chosen"]
 
-    def build(self, out: Path) -> dict[str, Any]:
-        lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
-        n = lmbr.tune_sentences
+    def tuning_mbr(self) -> tuple[list[str], list[str], Callable[[Any], list[str]]]:
+        """(references, PBMT 1-best, translate) of the first tune_sentences of the tuning set: translate(store) gives
+        the detokenized MBR strings of those sentences under the L matrices of `store`."""
+        target, inputs, n = self.config.target, self.requires(), self.profile_config.lmbr.tune_sentences
         references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
         fallback = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:n]
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         acceptors, processor = inputs["acceptors"].acceptors(), target_processor(self, inputs["truecaser"])
         restorer = inputs["acceptors"].word_restorer()
+        return references, fallback, lambda store: mbr_translations(acceptors, store, fallback, vocab, processor,
+                                                                    restorer)[0]
+
+    def build(self, out: Path) -> dict[str, Any]:
+        lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
+        references, _, translate_store = self.tuning_mbr()
         store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
         start = inputs["lmatrix"].theta()
         grid = lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets())
 
         def translate(point) -> list[str]:
-            theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            return mbr_translations(acceptors, ReweightedStore(store, theta), fallback, vocab, processor, restorer)[0]
+            return translate_store(ReweightedStore(store, point.theta(lmbr.theta_convention, lmbr.theta_t)))
 
         best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
         write_json(out / MBR_CHOICE_FILE, {"chosen": dataclasses.asdict(best), "start": {"p": start.p, "r": start.r},
