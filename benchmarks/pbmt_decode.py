@@ -66,6 +66,29 @@ def locate(args: argparse.Namespace) -> dict[str, Path | None]:
             "input": args.input or words.artifact_dir() / f"words.{table.config.source}.gz"}
 
 
+def redecode_seconds(folder: Path, indices: list[int], work_dir: Path) -> float:
+    """Wall seconds to decode again, in this process, the sentences `indices` of the split whose lattices are in
+    `folder` (a DecodePBMT artifact): same phrase table, LM, MERT weights and decoder settings as that run (its
+    signature.json), writing lattices and n-best lists as it did, to a temporary folder. Loading is not timed."""
+    import json
+
+    from pipeline.config import load_task
+
+    params = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["params"]
+    inputs = {Path(p).parts[2]: work_dir / p for p in params["inputs"]}  # <profile>/<task>/<stage>/<name>
+    source = load_task(params["task"]).source
+    words = [line.split() for line in read_lines(inputs["truecased"] / f"words.{source}.gz")]
+    sentences = [words[i] for i in indices]
+    table = FastPhraseTable.load(inputs["phrases"] / "phrase-table.npz").filter(sentences)
+    decoder = Decoder(table, kenlm.Model(str(inputs["lm"] / "lm.bin")),
+                      load_weights(inputs["mert"] / "weights.json").weights, DecoderSettings(**params["decoder"]))
+    with tempfile.TemporaryDirectory(prefix="pbmt-redecode-") as tmp:
+        started = time.perf_counter()
+        decode_all(Job(decoder, sentences, nbest=params["nbest"], lattice_dir=Path(tmp) / "lattices"), 1,
+                   desc="pbmt (side by side)")
+        return time.perf_counter() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     artifact_arguments(p, "ger-eng")

@@ -6,8 +6,11 @@ slow the timed pass), rows and stored entries of L. Reports median and 90th perc
 process's peak RSS. Also times the decoder's per-step operations (dense L rows and next rows for a batch).
 Both evidence-space engines (lattices/openfst.py: OpenFst C++; exact: float64 Python) side by side, one process,
 one thread. With --lattices, the time to read and map each lattice is measured too, and every mode is compared
-with the CPU time per sentence of the PBMT decoding that wrote the lattices (its signature.json; the target:
-posteriors + L under a tenth of it).
+with the PBMT decoding of the same sentences, measured side by side: each of the --runs runs first decodes them
+again in this process (the settings and inputs of the run that wrote the lattices, lattices and n-best lists
+written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total posteriors + L time over
+total PBMT time, per run; the report gives the median over runs (issue 19's targets: full lattice <= 1.0, n-best
+<= 0.5).
 
 Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
 stack decoding with recombination on the last two words and a stack limit, BPE-like 1-2 tokens per word, so
@@ -16,7 +19,7 @@ docs/LATTICE_FORMAT.md) with --lattices, mapped to target units with --codes/--v
 
     .venv/bin/python benchmarks/posteriors.py --sentences 20
     .venv/bin/python benchmarks/posteriors.py --lattices work/.../pbmt-xxx --codes .../codes.en \\
-        --vocab .../vocab.en.json
+        --vocab .../vocab.en.json --runs 3 --no-heap
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
+from benchmarks.pbmt_decode import redecode_seconds  # noqa: E402
 from lattices.evidence import DEFAULT_MAX_STATES  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
@@ -177,14 +181,15 @@ def decoder_step(matrices: list, beam: int, repeats: int, threads: int) -> dict:
             "torch_threads": threads}
 
 
-def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str, list[float]]:
-    """The lattices in target units, the vocabulary size, a description, and the seconds to read and map each."""
+def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str, list[float], list[int]]:
+    """The lattices in target units, the vocabulary size, a description, the seconds to read and map each, and
+    their sentence indices (none for synthetic lattices)."""
     if args.lattices is None:
         vocab = Vocabulary(SPECIALS + tuple(f"tok{i}" for i in range(args.vocab_size - len(SPECIALS))))
         rng = random.Random(args.seed)
         lattices = [synthetic_lattice(rng, vocab, words=args.words, stack=args.stack)
                     for _ in range(args.sentences)]
-        return lattices, len(vocab), f"synthetic (seed {args.seed}, {args.words} words, stack {args.stack})", []
+        return lattices, len(vocab), f"synthetic (seed {args.seed}, {args.words} words, stack {args.stack})", [], []
     from lattices.fst_io import lattice_paths, read_lattice
     from lattices.units import TokenMapper, map_lattice
 
@@ -200,7 +205,7 @@ def load_lattices(args: argparse.Namespace) -> tuple[list[Lattice], int, str, li
         started = time.perf_counter()
         lattices.append(map_lattice(read_lattice(path), mapper))
         seconds.append(time.perf_counter() - started)
-    return lattices, len(mapper.vocab), str(args.lattices), seconds
+    return lattices, len(mapper.vocab), str(args.lattices), seconds, [int(p.stem) for p in paths[: args.sentences]]
 
 
 def pbmt_reference(folder: Path | None, workers: int) -> dict | None:
@@ -235,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semiring", choices=("tropical", "log"), default="tropical")
     parser.add_argument("--nbest", type=int, default=200, help="n of the n-best mode")
     parser.add_argument("--engines", default="openfst,exact", help="evidence-space engines to compare")
-    parser.add_argument("--pbmt-workers", type=int, default=2, help="decoding processes of the PBMT run")
+    parser.add_argument("--pbmt-workers", type=int, default=2,
+                        help="decoding processes of the PBMT run that wrote the lattices (its recorded time)")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs (each with its side-by-side PBMT decoding)")
+    parser.add_argument("--no-pbmt", action="store_true", help="no side-by-side PBMT decoding")
+    parser.add_argument("--work-dir", type=Path, default=REPO / "work", help="where the lattices' inputs are")
     parser.add_argument("--beam", type=int, default=12, help="decoder step: beam per sentence")
     parser.add_argument("--batch", type=int, default=7, help="decoder step: sentences per batch")
     parser.add_argument("--torch-threads", type=int, default=1,
@@ -243,18 +252,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/posteriors.json")
     args = parser.parse_args(argv)
 
-    lattices, vocab_size, source, read_seconds = load_lattices(args)
+    lattices, vocab_size, source, read_seconds, indices = load_lattices(args)
     modes = {f"{label} ({engine})": (nbest, engine) for engine in args.engines.split(",")
              for label, nbest in (("full", 0), (f"{args.nbest}-best", args.nbest))}
+    side_by_side = bool(indices) and not args.no_pbmt and (args.lattices / "signature.json").exists()
+    for nbest, engine in modes.values():  # compile (numba) and warm up outside the timed runs
+        measure(lattices[0], args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states, False)
+    pbmt_seconds: list[float] = []
+    totals: dict[str, list[float]] = {name: [] for name in modes}
+    timed: dict[str, list[list[dict]]] = {name: [] for name in modes}
+    for run in range(args.runs):
+        if side_by_side:
+            pbmt_seconds.append(redecode_seconds(args.lattices, indices, args.work_dir))
+            print(f"run {run + 1}: PBMT {pbmt_seconds[-1]:.2f} s", file=sys.stderr)
+        for name, (nbest, engine) in modes.items():
+            results = [measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states,
+                               not args.no_heap and run == 0) for lattice in lattices]
+            timed[name].append(results)
+            totals[name].append(sum(r["total_s"] for r in results))
+            print(f"run {run + 1}: {name}: {totals[name][-1]:.2f} s", file=sys.stderr)
     summary: dict = {}
     per_sentence: dict = {}
     step: dict = {}
-    for name, (nbest, engine) in modes.items():
-        runs = []
-        for i, lattice in enumerate(lattices):
-            runs.append(measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states,
-                                not args.no_heap))
-            print(f"{name}: sentence {i + 1}/{len(lattices)}: {runs[-1]['total_s']:.3f} s", file=sys.stderr)
+    for name in modes:
+        runs = [dict(first, **{key: statistics.median(result[i][key] for result in timed[name])
+                               for key in ("posteriors_s", "lmatrix_s", "total_s")})
+                for i, first in enumerate(timed[name][0])]  # per sentence: the median over runs
         stats = {}
         for key in ("posteriors_s", "lmatrix_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
             values = [r[key] for r in runs if r[key] is not None]
@@ -295,20 +318,20 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r[0]:<{width}}  " + "  ".join(f"{c:>{col}}" for c in r[1:]))
     print(f"source: {source}; semiring {args.semiring}; alpha {args.alpha}; peak RSS {peak_rss_mb:.0f} MB")
-    reference = pbmt_reference(args.lattices, args.pbmt_workers)
-    read_map = {"median": statistics.median(read_seconds), "p90": percentile(read_seconds, 90)} \
-        if read_seconds else None
+    read_map = {"median": statistics.median(read_seconds), "p90": percentile(read_seconds, 90),
+                "total": sum(read_seconds)} if read_seconds else None
     ratios = {}
-    if reference:
-        pbmt = reference["cpu_s_per_sentence"]
-        extra = read_map["median"] if read_map else 0.0
+    if pbmt_seconds:
+        extra = read_map["total"] if read_map else 0.0
         for name in modes:
-            total = summary[name]["total_s"]["median"]
-            ratios[name] = {"posteriors_and_l": total / pbmt, "with_read_and_map": (total + extra) / pbmt}
-            print(f"{name}: posteriors + L = {100 * total / pbmt:.1f}% of PBMT decoding "
-                  f"({1e3 * total:.1f} ms vs {1e3 * pbmt:.0f} ms CPU per sentence), "
-                  f"{100 * (total + extra) / pbmt:.1f}% with reading and mapping the lattice "
-                  f"({1e3 * extra:.1f} ms)")
+            per_run = [total / pbmt for total, pbmt in zip(totals[name], pbmt_seconds)]
+            with_read = [(total + extra) / pbmt for total, pbmt in zip(totals[name], pbmt_seconds)]
+            ratios[name] = {"posteriors_and_l": statistics.median(per_run), "per_run": per_run,
+                            "with_read_and_map": statistics.median(with_read)}
+            print(f"{name}: posteriors + L = {statistics.median(per_run):.3f}x the PBMT decoding of the same "
+                  f"{len(lattices)} sentences (median of {args.runs} runs: {statistics.median(totals[name]):.2f} s vs "
+                  f"{statistics.median(pbmt_seconds):.2f} s), {statistics.median(with_read):.3f}x with reading and "
+                  f"mapping the lattices ({extra:.2f} s)")
 
     import torch
 
@@ -320,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         "modes": {k: {"nbest": v[0], "engine": v[1]} for k, v in modes.items()},
         "lattice_sizes": sizes, "summary": summary,
         "decoder_step": step, "per_sentence": per_sentence, "peak_rss_mb": peak_rss_mb,
-        "read_and_map_s": read_map, "pbmt_reference": reference, "ratio_to_pbmt": ratios,
+        "runs": args.runs, "totals_s": totals, "pbmt_side_by_side_s": pbmt_seconds,
+        "pbmt_reference": pbmt_reference(args.lattices, args.pbmt_workers) if indices else None,
+        "read_and_map_s": read_map, "ratio_to_pbmt": ratios,
         "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
                     "numpy": np.__version__, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),

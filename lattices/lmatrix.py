@@ -29,11 +29,12 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from lattices.posteriors import MAX_ORDER, NgramPosteriors, ngram_posteriors
+from lattices.lmatrix_kernels import lmatrix_tables
 from lattices.row_automaton import RowAutomaton, row_key
 from lattices.theta import Theta
 from pipeline.io import atomic_path
 
-__all__ = ["LMatrix", "build_lmatrix", "save_shard", "load_shard", "LMatrixStore", "build_lmatrix_shard",
+__all__ = ["LMatrix", "build_lmatrix", "compile_kernels", "save_shard", "load_shard", "LMatrixStore", "build_lmatrix_shard",
            "UNIT_CONVENTION"]
 
 _LOG = logging.getLogger(__name__)
@@ -117,48 +118,34 @@ def build_lmatrix(posteriors: NgramPosteriors, theta: Theta, vocab_size: int, se
     order = posteriors.order
     if order > theta.order:
         raise ValueError(f"posteriors of order {order} but theta only up to {theta.order}")
-    post = posteriors.as_dict()
-    if post and max(max(g) for g in post) >= vocab_size:
+    if len(posteriors) and int(posteriors.tokens.max()) >= vocab_size:
         raise ValueError(f"an n-gram token id is outside the vocabulary of size {vocab_size}")
     th = np.asarray(theta.values[: order + 1], np.float64)
-    automaton = RowAutomaton.build(post, order - 1)
-    continuations: dict[tuple[int, ...], list[tuple[int, float]]] = {}
-    for g, p in post.items():
-        if len(g) >= 2:
-            continuations.setdefault(g[:-1], []).append((g[-1], p))
-    indptr = [0]
-    tokens: list[int] = []
-    values: list[float] = []
-    for h in automaton.histories:
-        acc: dict[int, float] = {}
-        for j in range(1, len(h) + 1):
-            weight = th[j + 1]
-            for y, p in continuations.get(h[-j:], ()):
-                acc[y] = acc.get(y, 0.0) + weight * p
-        for y in sorted(acc):
-            tokens.append(y)
-            values.append(acc[y])
-        indptr.append(len(tokens))
-    unigrams = sorted((g[0], p) for g, p in post.items() if len(g) == 1)
+    tables = lmatrix_tables(posteriors.tokens, posteriors.values, th, order - 1)
+    unigrams = np.flatnonzero(posteriors.lengths == 1)
+    unigrams = unigrams[np.argsort(posteriors.tokens[unigrams, 0], kind="stable")]
     return LMatrix(
-        sentence=int(sentence), vocab_size=int(vocab_size), theta=th, automaton=automaton,
-        uni_tokens=np.asarray([y for y, _ in unigrams], np.int64),
-        uni_values=np.asarray([th[1] * p for _, p in unigrams], np.float32),
-        hi_indptr=np.asarray(indptr, np.int64), hi_tokens=np.asarray(tokens, np.int64),
-        hi_values=np.asarray(values, np.float32), posteriors=posteriors, signature=dict(signature or {}))
+        sentence=int(sentence), vocab_size=int(vocab_size), theta=th,
+        automaton=RowAutomaton.from_tables(tables, order - 1),
+        uni_tokens=posteriors.tokens[unigrams, 0].copy(),
+        uni_values=(th[1] * posteriors.values[unigrams]).astype(np.float32),
+        hi_indptr=tables.hi_indptr, hi_tokens=tables.hi_tokens,
+        hi_values=tables.hi_values.astype(np.float32), posteriors=posteriors, signature=dict(signature or {}))
+
+
+def compile_kernels() -> None:
+    """Compile the posterior and L kernels (numba), or load them from numba's cache: what a server does once at
+    start, so that its first request does not wait for the compiler (about 30 s without a cache)."""
+    from lattices.lattice import from_paths
+
+    lattice = from_paths([((5, 6, 7), 0.5), ((5, 7), 1.0)])
+    for nbest in (0, 2):
+        build_lmatrix(ngram_posteriors(lattice, MAX_ORDER, nbest=nbest), Theta.from_precisions([60, 35, 21, 13]), 8)
 
 
 # ---------------------------------------------------------------------------------------------- shards
 def _offsets(sizes: Iterable[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(list(sizes), dtype=np.int64)]).astype(np.int64)
-
-
-def _padded(sequences: Sequence[Sequence[int]], width: int) -> np.ndarray:
-    """[len, width] int32, each sequence left-aligned, -1 after it."""
-    out = np.full((len(sequences), width), -1, np.int32)
-    for k, seq in enumerate(sequences):
-        out[k, : len(seq)] = seq
-    return out
 
 
 def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any] | None = None) -> None:
@@ -170,18 +157,15 @@ def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any
     if len(vocab) != 1 or len(orders) != 1:
         raise ValueError("the sentences of a shard must share the vocabulary size and the n-gram order")
     order = orders.pop()
-    hist_width = max(order - 1, 1)
-    rows = [m.automaton.histories for m in matrices]
-    grams = [m.posteriors.ngrams for m in matrices]
-    row_tokens = _padded([h for hs in rows for h in hs], hist_width)
-    ngram_tokens = _padded([g for gs in grams for g in gs], order)
     cat = np.concatenate
+    row_tokens = cat([m.automaton.history_tokens for m in matrices]).astype(np.int32)
+    ngram_tokens = cat([m.posteriors.tokens for m in matrices]).astype(np.int32)
     arrays = {
         "sentences": np.asarray([m.sentence for m in matrices], np.int64),
         "vocab_size": np.asarray(vocab.pop(), np.int64),
         "order": np.asarray(order, np.int64),
         "theta": np.stack([m.theta for m in matrices]),
-        "row_offsets": _offsets(len(r) for r in rows),
+        "row_offsets": _offsets(m.num_rows for m in matrices),
         "row_tokens": row_tokens,
         "uni_offsets": _offsets(m.uni_tokens.size for m in matrices),
         "uni_tokens": cat([m.uni_tokens for m in matrices]).astype(np.int32),
@@ -196,7 +180,7 @@ def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any
         "unirow_offsets": _offsets(m.automaton.unigram_tokens.size for m in matrices),
         "unirow_tokens": cat([m.automaton.unigram_tokens for m in matrices]).astype(np.int32),
         "unirow_rows": cat([m.automaton.unigram_rows for m in matrices]).astype(np.int32),
-        "ngram_offsets": _offsets(len(g) for g in grams),
+        "ngram_offsets": _offsets(len(m.posteriors) for m in matrices),
         "ngram_tokens": ngram_tokens,
         "ngram_values": cat([m.posteriors.values for m in matrices]).astype(np.float64),
         "margins": np.asarray([m.posteriors.margin for m in matrices], np.float64),
@@ -205,10 +189,6 @@ def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any
     with atomic_path(Path(path)) as tmp:
         with tmp.open("wb") as f:
             np.savez(f, **arrays)
-
-
-def _tuples(block: np.ndarray) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(int(x) for x in row if x >= 0) for row in block.tolist())
 
 
 def load_shard(path: Path, sentences: Iterable[int] | None = None) -> list[LMatrix]:
@@ -227,16 +207,14 @@ def load_shard(path: Path, sentences: Iterable[int] | None = None) -> list[LMatr
         if wanted is not None and sentence not in wanted:
             continue
         r0, r1 = int(ro[k]), int(ro[k + 1])
-        histories = _tuples(a["row_tokens"][r0:r1])
         sizes = a["hi_row_sizes"][r0:r1].astype(np.int64)
         h0, h1 = int(hi_offsets[r0]), int(hi_offsets[r1])
-        ngrams = _tuples(a["ngram_tokens"][no[k]:no[k + 1]])
-        posteriors = NgramPosteriors(ngrams, a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order,
+        posteriors = NgramPosteriors(a["ngram_tokens"][no[k]:no[k + 1]].astype(np.int64), a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order,
                                      float(margins[k]))
         t0, t1 = int(a["trans_offsets"][k]), int(a["trans_offsets"][k + 1])
         u0, u1 = int(a["unirow_offsets"][k]), int(a["unirow_offsets"][k + 1])
         automaton = RowAutomaton(
-            histories, order - 1,
+            a["row_tokens"][r0:r1].astype(np.int64), order - 1,
             a["unirow_tokens"][u0:u1].astype(np.int64), a["unirow_rows"][u0:u1].astype(np.int64),
             a["trans_rows"][t0:t1].astype(np.int64), a["trans_tokens"][t0:t1].astype(np.int64),
             a["trans_next"][t0:t1].astype(np.int64))

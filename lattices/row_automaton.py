@@ -22,6 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from lattices.lmatrix_kernels import LMatrixTables, lmatrix_tables
+
 __all__ = ["RowAutomaton", "row_key"]
 
 _SHIFT = 32
@@ -34,9 +36,10 @@ def row_key(rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RowAutomaton:
-    """Rows (``histories[i]`` is row i; row 0 is ``()``) and the transitions between them."""
+    """Rows (row i is the history ``history_tokens[i]``, left-aligned, -1 after it; ``histories[i]`` as a tuple;
+    row 0 is the empty history) and the transitions between them."""
 
-    histories: tuple[tuple[int, ...], ...]
+    history_tokens: np.ndarray  # [R, max(max_history, 1)] int64
     max_history: int
     unigram_tokens: np.ndarray  # [U] sorted tokens y that are rows (y,)
     unigram_rows: np.ndarray    # [U] the row of (y,)
@@ -47,39 +50,26 @@ class RowAutomaton:
     @classmethod
     def build(cls, ngrams: Iterable[Sequence[int]], max_history: int) -> "RowAutomaton":
         """Rows from the n-grams of orders 1..max_history of the evidence space (their substrings must be there)."""
-        grams = sorted({tuple(int(x) for x in g) for g in ngrams if 1 <= len(g) <= max_history},
-                       key=lambda g: (len(g), g))
-        histories: tuple[tuple[int, ...], ...] = ((),) + tuple(grams)
-        index = {h: i for i, h in enumerate(histories)}
-        for h in grams:
-            if h[1:] not in index or h[:-1] not in index:
-                raise ValueError(f"history {h} occurs but not its prefix or suffix: not the n-grams of one lattice")
-        continuations: dict[tuple[int, ...], list[int]] = {}
-        for h in grams:
-            if len(h) >= 2:
-                continuations.setdefault(h[:-1], []).append(h[-1])
-        t_rows: list[int] = []
-        t_tokens: list[int] = []
-        t_next: list[int] = []
-        for i, h in enumerate(histories):
-            found: dict[int, int] = {}
-            for j in range(min(len(h), max_history - 1), 0, -1):  # longest suffix first
-                s = h[-j:]
-                for y in continuations.get(s, ()):
-                    if y not in found:
-                        found[y] = index[s + (y,)]
-            for y in sorted(found):
-                t_rows.append(i)
-                t_tokens.append(y)
-                t_next.append(found[y])
-        unigrams = [h for h in grams if len(h) == 1]
-        return cls(histories, max_history,
-                   np.asarray([h[0] for h in unigrams], np.int64), np.asarray([index[h] for h in unigrams], np.int64),
-                   np.asarray(t_rows, np.int64), np.asarray(t_tokens, np.int64), np.asarray(t_next, np.int64))
+        grams = sorted({tuple(int(x) for x in g) for g in ngrams if 1 <= len(g) <= max_history})
+        tokens = np.full((len(grams), max(max_history, 1)), -1, np.int64)
+        for i, g in enumerate(grams):
+            tokens[i, :len(g)] = g
+        return cls.from_tables(lmatrix_tables(tokens, np.zeros(len(grams)), np.zeros(max_history + 2), max_history),
+                               max_history)
+
+    @classmethod
+    def from_tables(cls, tables: LMatrixTables, max_history: int) -> "RowAutomaton":
+        return cls(tables.history_tokens, max_history, tables.unigram_tokens, tables.unigram_rows, tables.trans_rows,
+                   tables.trans_tokens, tables.trans_next)
+
+    @functools.cached_property
+    def histories(self) -> tuple[tuple[int, ...], ...]:
+        """The rows' histories as tuples (built on first use)."""
+        return tuple(tuple(x for x in row if x >= 0) for row in self.history_tokens.tolist())
 
     @property
     def num_rows(self) -> int:
-        return len(self.histories)
+        return int(self.history_tokens.shape[0])
 
     def next_rows(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """Vectorised next_row: ``rows`` [B] and ``tokens`` [B] -> next rows [B] (int64)."""

@@ -28,7 +28,7 @@ def random_evidence(rng: random.Random, order: int = 4) -> NgramPosteriors:
         for n in range(1, order + 1):
             grams.update(tuple(string[i:i + n]) for i in range(len(string) - n + 1))
     ngrams = tuple(sorted(grams, key=lambda g: (len(g), g)))
-    return NgramPosteriors(ngrams, np.asarray([rng.uniform(0.05, 1.0) for _ in ngrams]), order)
+    return NgramPosteriors.from_ngrams(ngrams, np.asarray([rng.uniform(0.05, 1.0) for _ in ngrams]), order)
 
 
 def bounded_score(hypothesis: tuple[int, ...], posteriors: dict, theta: Theta) -> float:
@@ -86,7 +86,7 @@ def test_bounded_scores_equal_the_brute_force_sum_over_distinct_ngrams(seed):
 
 
 def test_a_repeated_ngram_is_paid_once_under_bounded_gains_and_each_time_per_step():
-    posteriors = NgramPosteriors(((3,), (4,), (3, 4), (4, 3)), np.asarray([0.9, 0.8, 0.7, 0.1]), 2)
+    posteriors = NgramPosteriors.from_ngrams(((3,), (4,), (3, 4), (4, 3)), np.asarray([0.9, 0.8, 0.7, 0.1]), 2)
     theta = Theta((0.0, 1.0, 1.0), "plain", 1.0, 1.0, 1.0)
     matrix = build_lmatrix(posteriors, theta, VOCAB)
     loop = (3, 4, 3, 4, 3, 4)

@@ -35,7 +35,7 @@ def test_the_mbr_string_is_the_best_of_all_accepted_strings(seed):
         padded = (BOS, *s, EOS)
         grams.update(padded[i:i + n] for n in range(1, 5) for i in range(len(padded) - n + 1))
     ngrams = tuple(sorted(grams, key=lambda g: (len(g), g)))
-    posteriors = NgramPosteriors(ngrams, np.asarray([rng.uniform(0.01, 1.0) for _ in ngrams]), 4)
+    posteriors = NgramPosteriors.from_ngrams(ngrams, np.asarray([rng.uniform(0.01, 1.0) for _ in ngrams]), 4)
     matrix = build_lmatrix(posteriors, THETA, VOCAB)
     result = lattice_mbr(Acceptor.from_strings(strings), matrix, BOS, EOS)
     post = posteriors.as_dict()
@@ -46,7 +46,7 @@ def test_the_mbr_string_is_the_best_of_all_accepted_strings(seed):
 
 
 def test_nothing_accepted_gives_none():
-    matrix = build_lmatrix(NgramPosteriors(((3,),), np.asarray([0.5]), 1), THETA, VOCAB)
+    matrix = build_lmatrix(NgramPosteriors.from_ngrams(((3,),), np.asarray([0.5]), 1), THETA, VOCAB)
     assert lattice_mbr(Acceptor.empty(), matrix, BOS, EOS) is None
 
 
@@ -54,7 +54,7 @@ def test_an_unreachable_state_that_feeds_the_lattice_changes_nothing():
     """State 3 has no way in from the start but an arc into state 2: levels stay consistent, the answer exact."""
     acceptor = Acceptor.build(5, [(0, 3, 1), (1, 4, 2), (3, 5, 2), (2, 6, 4), (0, 7, 4)], [4])
     ngrams = ((3,), (4,), (6,), (7,), (3, 4), (4, 6))
-    posteriors = NgramPosteriors(ngrams, np.asarray([0.9, 0.8, 0.7, 0.1, 0.8, 0.6]), 4)
+    posteriors = NgramPosteriors.from_ngrams(ngrams, np.asarray([0.9, 0.8, 0.7, 0.1, 0.8, 0.6]), 4)
     matrix = build_lmatrix(posteriors, THETA, VOCAB)
     post = posteriors.as_dict()
     strings = [(3, 4, 6), (7,)]

@@ -86,6 +86,24 @@ def test_epsilons_and_final_costs_and_long_lattices_do_not_underflow():
     assert p[(3,)] == pytest.approx(1 - 0.25 ** 100) and p[(4,)] == pytest.approx(1 - 0.25 ** 100)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_long_lattices_whose_ngrams_recur_far_apart_equal_brute_force(seed):
+    # a chain of 11 steps with 2-3 parallel arcs each (epsilons too) over 4 tokens: every n-gram recurs along the
+    # chain, so the forward pass opens, closes and reuses the slots of its windows many times
+    rng = random.Random(seed)
+    arcs, state = [], 0
+    for _ in range(11):
+        for _ in range(rng.randint(2, 3)):
+            arcs.append((state, state + 1, rng.choice([0, 3, 4, 5, 6, 6]), rng.uniform(0.0, 2.0)))
+        if rng.random() < 0.4:  # a two-arc detour beside the step
+            arcs += [(state, 100 + state, rng.randint(3, 6), 0.5), (100 + state, state + 1, rng.randint(3, 6), 0.5)]
+        state += 1
+    lattice = Lattice.from_arcs(200, 0, arcs, {state: 0.0})
+    paths = list(lattice.paths())
+    for order in (1, 2, 4):
+        assert_close(forward_posteriors(lattice, order).as_dict(), brute_force(paths, order, 1.0, "log"), 1e-12)
+
+
 def test_empty_lattice_has_no_posteriors():
     assert len(ngram_posteriors(Lattice.empty())) == 0
     # a lattice whose only final state is unreachable is empty after trimming

@@ -1,0 +1,214 @@
+"""Compiled kernels (numba) that build L and its row automaton from n-gram posteriors held as arrays.
+
+:mod:`lattices.lmatrix` and :mod:`lattices.row_automaton` call :func:`lmatrix_tables`; the maths is ALGORITHMS.md
+section 4. The n-grams (``tokens`` [G, W], left-aligned, -1 after them) are put in a trie whose nodes are their
+prefixes; a history's suffixes are found along suffix links. For each row h (a history of 0..M tokens that
+occurs, M = order - 1):
+
+- L's stored part: ``L[h, y] - Theta_0 - Theta_1 p(y) = sum_{j=1..|h|} Theta_{j+1} p(h[-j:] y)``, summed in that
+  order (j rising) in float64, one entry per y, sorted by y;
+- the automaton's exceptions: for each y with ``s y`` a row for some suffix s of h of 1..M-1 tokens, the row of the
+  longest such ``s y``, sorted by y.
+
+The rows are the histories sorted by (length, tokens); row 0 is the empty history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+__all__ = ["LMatrixTables", "lmatrix_tables"]
+
+_NONE = -1
+
+
+@dataclass(frozen=True)
+class LMatrixTables:
+    """The arrays of one sentence's rows, automaton and L (see the module docstring)."""
+
+    history_tokens: np.ndarray  # [R, max(M, 1)] int64: row i's history, left-aligned, -1 after it
+    unigram_tokens: np.ndarray  # [U] sorted tokens y that are rows (y,)
+    unigram_rows: np.ndarray    # [U]
+    trans_rows: np.ndarray      # [T] exceptions, sorted by (row, token)
+    trans_tokens: np.ndarray    # [T]
+    trans_next: np.ndarray      # [T]
+    hi_indptr: np.ndarray       # [R+1]
+    hi_tokens: np.ndarray       # [nnz], sorted within a row
+    hi_values: np.ndarray       # [nnz] float64
+
+
+def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int) -> LMatrixTables:
+    """Rows, automaton and L's stored part from distinct n-grams ``tokens`` [G, W] (left-aligned, -1 after them)
+    with posteriors ``values`` [G]; ``theta`` [order + 1]. ValueError when a history's prefix or suffix is not
+    among the n-grams (they are not the n-grams of one lattice)."""
+    tokens = np.ascontiguousarray(tokens, np.int64)
+    lengths = (tokens >= 0).sum(axis=1)
+    width = max(max_history, 1)
+    padded = np.full((tokens.shape[0], width), -1, np.int64)
+    padded[:, :min(width, tokens.shape[1])] = tokens[:, :width]
+    is_history = (lengths >= 1) & (lengths <= max_history)
+    candidates = np.flatnonzero(is_history)
+    keys = [padded[candidates, k] for k in range(width - 1, -1, -1)] + [lengths[candidates]]
+    row_order = candidates[np.lexsort(keys)] if candidates.size else candidates
+    status, indptr, hi_tokens, hi_values, trans_rows, trans_tokens, trans_next = _tables(
+        tokens, lengths, np.ascontiguousarray(values, np.float64), np.ascontiguousarray(theta, np.float64),
+        max_history, row_order)
+    if status != _NONE:
+        history = tuple(tokens[status, :lengths[status]].tolist())
+        raise ValueError(f"history {history} occurs but not its prefix or suffix: not the n-grams of one lattice")
+    history_tokens = np.concatenate([np.full((1, width), -1, np.int64), padded[row_order]])
+    unigrams = row_order[lengths[row_order] == 1]  # rows 1..U are the unigrams, by token
+    return LMatrixTables(history_tokens, tokens[unigrams, 0].copy(), np.arange(1, unigrams.size + 1, dtype=np.int64),
+                         trans_rows, trans_tokens, trans_next, indptr, hi_tokens, hi_values)
+
+
+@njit(cache=True)
+def _lookup(table, key: int) -> int:
+    """table[key], or -1 when absent."""
+    if key in table:
+        return table[key]
+    return _NONE
+
+
+@njit(cache=True)
+def _push(array: np.ndarray, size: int, value) -> np.ndarray:
+    if size == array.shape[0]:
+        bigger = np.empty(max(16, 2 * size), array.dtype)
+        bigger[:size] = array[:size]
+        array = bigger
+    array[size] = value
+    return array
+
+
+@njit(cache=True)
+def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int,
+            row_order: np.ndarray):
+    """Rows, exceptions and L's stored part of one sentence.
+
+    ``row_order`` [R-1]: the n-grams that are histories (1..max_history tokens), in row order (rows 1..R-1).
+    Returns (status, hi_indptr [R+1], hi_tokens, hi_values (float64), trans_rows, trans_tokens, trans_next);
+    status is -1 when all is well, else the index of a history whose prefix or suffix is missing.
+    """
+    n_grams = lengths.size
+    base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
+    children = Dict.empty(key_type=types.int64, value_type=types.int64)
+    node_gram = np.full(16, _NONE, np.int64)  # the n-gram of each trie node (-1: a prefix only)
+    node_parent = np.empty(16, np.int64)
+    node_token = np.empty(16, np.int64)
+    n_nodes = 0
+    gram_node = np.empty(n_grams, np.int64)
+    for g in range(n_grams):
+        node = _NONE
+        for k in range(lengths[g]):
+            key = (node + 1) * base + tokens[g, k]
+            child = _lookup(children, key)
+            if child == _NONE:
+                child = n_nodes
+                children[key] = child
+                node_gram = _push(node_gram, n_nodes, _NONE)
+                node_parent = _push(node_parent, n_nodes, node)
+                node_token = _push(node_token, n_nodes, tokens[g, k])
+                n_nodes += 1
+            node = child
+        node_gram[node] = g
+        gram_node[g] = node
+    # children of each node (and of the root, index n_nodes), by token
+    parent_key = node_parent[:n_nodes].copy()
+    parent_key[parent_key == _NONE] = n_nodes
+    by_parent = np.argsort(parent_key * base + node_token[:n_nodes], kind="mergesort")
+    child_ptr = np.searchsorted(parent_key[by_parent], np.arange(n_nodes + 2))
+    # rows: row of each node that is a history (0 for the root)
+    n_rows = row_order.size + 1
+    node_row = np.full(n_nodes + 1, _NONE, np.int64)
+    node_row[n_nodes] = 0
+    for i in range(row_order.size):
+        node_row[gram_node[row_order[i]]] = i + 1
+    # suffix link of each row's node: the node of h[1:] (the root for one token)
+    row_node = np.empty(n_rows, np.int64)
+    row_node[0] = n_nodes
+    row_suffix = np.full(n_rows, _NONE, np.int64)
+    for i in range(row_order.size):
+        g = row_order[i]
+        row_node[i + 1] = gram_node[g]
+        prefix_node = node_parent[gram_node[g]]
+        if prefix_node != _NONE and (node_gram[prefix_node] == _NONE or node_row[prefix_node] == _NONE):
+            return (g, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0, np.int64))
+        node = _NONE
+        for k in range(1, lengths[g]):
+            node = _lookup(children, (node + 1) * base + tokens[g, k])
+            if node == _NONE:
+                break
+        if lengths[g] > 1 and (node == _NONE or node_row[node] == _NONE):
+            return (g, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0, np.int64))
+        row_suffix[i + 1] = node_row[node] if lengths[g] > 1 else 0
+    vocab = base
+    accumulated = np.zeros(vocab)
+    stamp = np.full(vocab, _NONE, np.int64)
+    found_row = np.empty(vocab, np.int64)
+    touched = np.empty(vocab, np.int64)
+    hi_indptr = np.zeros(n_rows + 1, np.int64)
+    hi_tokens = np.empty(16, np.int64)
+    hi_values = np.empty(16, np.float64)
+    n_hi = 0
+    trans_rows = np.empty(16, np.int64)
+    trans_tokens = np.empty(16, np.int64)
+    trans_next = np.empty(16, np.int64)
+    n_trans = 0
+    chain = np.empty(max(max_history, 1) + 1, np.int64)  # chain[j]: the row of h's suffix of j tokens
+    for i in range(n_rows):
+        length = 0 if i == 0 else lengths[row_order[i - 1]]
+        row = i
+        for j in range(length, -1, -1):
+            chain[j] = row
+            row = row_suffix[row] if j > 0 else 0
+        # L's stored part: j = 1..|h|
+        n_touched = 0
+        for j in range(1, length + 1):
+            node = row_node[chain[j]]
+            weight = theta[j + 1]
+            for c in range(child_ptr[node], child_ptr[node + 1]):
+                child = by_parent[c]
+                g = node_gram[child]
+                if g == _NONE:
+                    continue
+                y = node_token[child]
+                if stamp[y] != 2 * i:
+                    stamp[y] = 2 * i
+                    accumulated[y] = 0.0
+                    touched[n_touched] = y
+                    n_touched += 1
+                accumulated[y] += weight * values[g]
+        ys = np.sort(touched[:n_touched])
+        for y in ys:
+            hi_tokens = _push(hi_tokens, n_hi, y)
+            hi_values = _push(hi_values, n_hi, accumulated[y])
+            n_hi += 1
+        hi_indptr[i + 1] = n_hi
+        # exceptions: the longest suffix s (1..M-1 tokens) with s y a row
+        n_found = 0
+        for j in range(min(length, max_history - 1), 0, -1):
+            node = row_node[chain[j]]
+            for c in range(child_ptr[node], child_ptr[node + 1]):
+                child = by_parent[c]
+                target = node_row[child]
+                if target == _NONE:
+                    continue
+                y = node_token[child]
+                if stamp[y] != 2 * i + 1:
+                    stamp[y] = 2 * i + 1
+                    found_row[y] = target
+                    touched[n_found] = y
+                    n_found += 1
+        ys = np.sort(touched[:n_found])
+        for y in ys:
+            trans_rows = _push(trans_rows, n_trans, i)
+            trans_tokens = _push(trans_tokens, n_trans, y)
+            trans_next = _push(trans_next, n_trans, found_row[y])
+            n_trans += 1
+    return (_NONE, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),
+            trans_tokens[:n_trans].copy(), trans_next[:n_trans].copy())

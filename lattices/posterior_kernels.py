@@ -1,0 +1,331 @@
+"""Compiled kernels (numba) of the exact n-gram posteriors: history expansion, the windowed forward pass, and
+the direct sum over an n-best list.
+
+:mod:`lattices.posteriors` calls them; the maths is ALGORITHMS.md section 2. On lattices, two ideas make them fast:
+
+- **Expansion with integer histories.** A history (the last N-1 tokens) is itself an n-gram, so it is held as
+  that n-gram's id. N-grams form a trie: n-gram ``g`` = ``prefix[g]`` followed by ``last[g]``, and
+  ``suffix[g]`` is ``g`` without its first token (the suffix link). Reading token ``x`` after history ``h``
+  creates or finds the n-grams ``x``, ``s_1 x``, ..., ``h x`` (``s_k`` the suffixes of ``h``, found along the
+  suffix links) in the order of increasing length. States, arcs and n-gram ids come out in exactly the order of
+  the dictionary-of-tuples expansion this replaces.
+- **First occurrences, in a window.** With ``P(e)`` the posterior of arc ``e = (s -> t)`` and
+  ``r_s[u] = P(prefix contains u | the path reaches s)``, a path contains ``u`` exactly when it has a first arc
+  carrying ``u``, so (Markov property of the DAG)
+
+      p(u) = sum over arcs e = (s -> t) carrying u of P(e) * (1 - r_s[u]).
+
+  ``r_s[u]`` is only needed at the sources of arcs carrying ``u``, and it is 0 before the first state an arc
+  carrying ``u`` enters. So ``u`` needs a slot in the state vectors only from ``first(u)`` (the smallest head of
+  an arc carrying it) to ``last(u)`` (the largest), and only when some arc carrying it leaves a state at or after
+  ``first(u)`` (otherwise ``p(u)`` is the plain sum of ``P(e)``). Slots are reused once ``last(u)`` is passed; a
+  slot read from a state ``s`` counts only if its current n-gram was already live at ``s``. The vectors are as
+  wide as the largest number of live n-grams at one state, a tenth of the n-grams of a phrase-based lattice or
+  less, and each is released after its last successor (a pool of buffers).
+
+The ratios ``r`` stay in [0, 1] and every exponent is a difference of log forward and backward weights, so
+nothing underflows however long the lattice.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+__all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
+
+_NONE = -1
+
+
+@njit(cache=True)
+def _push(array: np.ndarray, size: int, value) -> np.ndarray:
+    """array with array[size] = value, grown (doubled) when full."""
+    if size == array.shape[0]:
+        bigger = np.empty(max(16, 2 * size), array.dtype)
+        bigger[:size] = array[:size]
+        array = bigger
+    array[size] = value
+    return array
+
+
+@njit(cache=True)
+def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label: np.ndarray, out_cost: np.ndarray,
+           order: int):
+    """The history-expanded lattice of an acyclic acceptor whose arcs are grouped by source (CSR ``out_ptr``
+    [num_states+1]; labels 0 are epsilons) and whose start is state 0.
+
+    Returns (orig [E]: the original state of each expanded state; src, dst [A]: expanded states; cost [A];
+    gram_ptr [A+1], gram_ids: the n-grams (orders 1..order) ending on each arc; prefix, last [G]: the n-gram trie;
+    gram_order [G]). Expanded state 0 is the start.
+    """
+    keep = order - 1
+    base = np.int64(out_label.max()) + 1 if out_label.size else np.int64(1)
+    children = Dict.empty(key_type=types.int64, value_type=types.int64)
+    states = Dict.empty(key_type=types.int64, value_type=types.int64)
+    prefix = np.empty(64, np.int64)
+    last = np.empty(64, np.int64)
+    suffix = np.empty(64, np.int64)
+    gram_order = np.empty(64, np.int64)
+    n_grams = 0
+    orig = np.empty(64, np.int64)
+    hist = np.empty(64, np.int64)
+    chain_next = np.empty(64, np.int64)  # the expanded states of one original state, in order of creation
+    head = np.full(num_states, _NONE, np.int64)
+    tail = np.full(num_states, _NONE, np.int64)
+    orig[0], hist[0], chain_next[0] = 0, _NONE, _NONE
+    head[0] = tail[0] = 0
+    states[0] = 0  # key (hist + 1) * num_states + state
+    n_exp = 1
+    src = np.empty(64, np.int64)
+    dst = np.empty(64, np.int64)
+    cost = np.empty(64, np.float64)
+    gram_ptr = np.zeros(65, np.int64)
+    gram_ids = np.empty(64, np.int64)
+    n_arcs = 0
+    n_ids = 0
+    suffixes = np.empty(max(keep, 1), np.int64)
+    for q in range(num_states):
+        e = head[q]
+        while e != _NONE:
+            h = hist[e]
+            m = 0  # suffixes[0] = h, suffixes[m-1] its last token
+            g = h
+            while g != _NONE:
+                suffixes[m] = g
+                m += 1
+                g = suffix[g]
+            for i in range(out_ptr[q], out_ptr[q + 1]):
+                x = out_label[i]
+                h2 = h
+                if x != 0:
+                    h2 = _NONE
+                    previous = _NONE
+                    for k in range(m, -1, -1):  # the n-gram of order m - k + 1: suffix of h of length m - k, then x
+                        p = _NONE if k == m else suffixes[k]
+                        key = (p + 1) * base + x
+                        gid = children.get(key, _NONE)
+                        if gid == _NONE:
+                            gid = n_grams
+                            children[key] = gid
+                            prefix = _push(prefix, n_grams, p)
+                            last = _push(last, n_grams, x)
+                            suffix = _push(suffix, n_grams, previous)
+                            gram_order = _push(gram_order, n_grams, m - k + 1)
+                            n_grams += 1
+                        gram_ids = _push(gram_ids, n_ids, gid)
+                        n_ids += 1
+                        if m - k + 1 <= keep:
+                            h2 = gid  # the history after x: its last min(m + 1, keep) tokens
+                        previous = gid
+                d = out_dst[i]
+                key = (h2 + 1) * num_states + d
+                t = states.get(key, _NONE)
+                if t == _NONE:
+                    t = n_exp
+                    states[key] = t
+                    orig = _push(orig, n_exp, d)
+                    hist = _push(hist, n_exp, h2)
+                    chain_next = _push(chain_next, n_exp, _NONE)
+                    if head[d] == _NONE:
+                        head[d] = t
+                    else:
+                        chain_next[tail[d]] = t
+                    tail[d] = t
+                    n_exp += 1
+                src = _push(src, n_arcs, e)
+                dst = _push(dst, n_arcs, t)
+                cost = _push(cost, n_arcs, out_cost[i])
+                n_arcs += 1
+                gram_ptr = _push(gram_ptr, n_arcs, n_ids)
+            e = chain_next[e]
+    return (orig[:n_exp].copy(), src[:n_arcs].copy(), dst[:n_arcs].copy(), cost[:n_arcs].copy(),
+            gram_ptr[:n_arcs + 1].copy(), gram_ids[:n_ids].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(),
+            gram_order[:n_grams].copy())
+
+
+@njit(cache=True)
+def _lookup(table, key: int) -> int:
+    """table[key], or -1 when absent."""
+    if key in table:
+        return table[key]
+    return _NONE
+
+
+@njit(cache=True)
+def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, order: int):
+    """The direct sum over strings: p(u) = sum of weights[s] over the strings s that contain u (each string counts
+    once per n-gram), strings s = tokens[offsets[s]:offsets[s+1]], accumulated in string order.
+
+    Returns (values [G], prefix, last, gram_order [G]): the n-grams as a trie (see :func:`ngram_tokens`).
+    """
+    base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
+    children = Dict.empty(key_type=types.int64, value_type=types.int64)
+    prefix = np.empty(64, np.int64)
+    last = np.empty(64, np.int64)
+    gram_order = np.empty(64, np.int64)
+    values = np.zeros(64)
+    counted_by = np.empty(64, np.int64)  # the last string that counted the n-gram
+    n_grams = 0
+    for s in range(offsets.size - 1):
+        lo, hi = offsets[s], offsets[s + 1]
+        for i in range(lo, hi):
+            node = _NONE
+            for n in range(1, min(order, hi - i) + 1):
+                x = tokens[i + n - 1]
+                key = (node + 1) * base + x
+                g = _lookup(children, key)
+                if g == _NONE:
+                    g = n_grams
+                    children[key] = g
+                    prefix = _push(prefix, n_grams, node)
+                    last = _push(last, n_grams, x)
+                    gram_order = _push(gram_order, n_grams, n)
+                    values = _push(values, n_grams, 0.0)
+                    counted_by = _push(counted_by, n_grams, _NONE)
+                    n_grams += 1
+                if counted_by[g] != s:
+                    counted_by[g] = s
+                    values[g] += weights[s]
+                node = g
+    return values[:n_grams].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(), gram_order[:n_grams].copy()
+
+
+@njit(cache=True)
+def ngram_tokens(prefix: np.ndarray, last: np.ndarray, gram_order: np.ndarray, order: int) -> np.ndarray:
+    """[G, order] the tokens of each n-gram of the trie, left-aligned, -1 after them."""
+    out = np.full((prefix.size, max(order, 1)), -1, np.int64)
+    for g in range(prefix.size):
+        k, node = gram_order[g] - 1, g
+        while node != _NONE:
+            out[g, k] = last[node]
+            node = prefix[node]
+            k -= 1
+    return out
+
+
+@njit(cache=True)
+def _log_add(a: float, b: float) -> float:
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a < b:
+        a, b = b, a
+    return a + np.log1p(np.exp(b - a))
+
+
+@njit(cache=True)
+def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray, gram_ptr: np.ndarray,
+            gram_ids: np.ndarray, final: np.ndarray, num_grams: int) -> np.ndarray:
+    """[G] at-least-once posteriors of the n-grams on the arcs of an acyclic expanded lattice whose states are
+    numbered topologically (start 0) and whose arcs are sorted by destination; every path weighs exp(-cost).
+    """
+    n_arcs = src.size
+    in_ptr = np.searchsorted(dst, np.arange(num_states + 1))
+    # forward (log) weights: a[t] = log sum over incoming arcs of exp(a[s] - cost)
+    log_a = np.full(num_states, -np.inf)
+    log_a[0] = 0.0
+    for t in range(1, num_states):
+        top = -np.inf
+        for i in range(in_ptr[t], in_ptr[t + 1]):
+            top = max(top, log_a[src[i]] - cost[i])
+        total = 0.0
+        for i in range(in_ptr[t], in_ptr[t + 1]):
+            total += np.exp(log_a[src[i]] - cost[i] - top)
+        log_a[t] = top + np.log(total)
+    # backward (log) weights: b[s] = log (exp(-final[s]) + sum over outgoing arcs of exp(-cost + b[t]))
+    log_b = -final.copy()
+    for i in range(n_arcs - 1, -1, -1):  # arcs by destination, descending: every b[t] is complete when read
+        log_b[src[i]] = _log_add(log_b[src[i]], log_b[dst[i]] - cost[i])
+    log_z = log_b[0]
+    # the window of each n-gram: first(u) = smallest head, last(u) = largest head, last_src(u) = largest tail
+    first = np.full(num_grams, num_states, np.int64)
+    last = np.full(num_grams, -1, np.int64)
+    last_src = np.full(num_grams, -1, np.int64)
+    for i in range(n_arcs):
+        for k in range(gram_ptr[i], gram_ptr[i + 1]):
+            u = gram_ids[k]
+            first[u] = min(first[u], dst[i])
+            last[u] = max(last[u], dst[i])
+            last_src[u] = max(last_src[u], src[i])
+    live = first <= last_src
+    starts = np.flatnonzero(live)
+    starts = starts[np.argsort(first[starts], kind="mergesort")]
+    ends = starts[np.argsort(last[starts], kind="mergesort")]
+    # each state's vector is released after the last state that reads it (itself when none does)
+    release_at = np.arange(num_states)
+    for i in range(n_arcs):
+        release_at[src[i]] = max(release_at[src[i]], dst[i])
+    releases = np.argsort(release_at, kind="mergesort")
+    # sizes: slots = the most n-grams live at once, buffers = the most vectors alive at once
+    width = 0
+    live_now = 0
+    j = 0
+    k = 0
+    for t in range(num_states):
+        while j < ends.size and last[ends[j]] < t:
+            live_now -= 1
+            j += 1
+        while k < starts.size and first[starts[k]] == t:
+            live_now += 1
+            k += 1
+        width = max(width, live_now)
+    alive = np.zeros(num_states + 1, np.int64)
+    for s in range(num_states):
+        alive[s] += 1
+        alive[release_at[s] + 1] -= 1
+    buffers = int(np.max(np.cumsum(alive))) if num_states else 0
+    pool = np.zeros((buffers, width))
+    free_buffers = np.arange(buffers - 1, -1, -1)
+    n_free_buffers = buffers
+    buffer_of = np.full(num_states, -1, np.int64)
+    slot_of = np.full(num_grams, -1, np.int64)
+    slot_first = np.full(width, num_states, np.int64)  # first(u) of the slot's n-gram (num_states: free)
+    free_slots = np.arange(width - 1, -1, -1)
+    n_free_slots = width
+    high = 0  # 1 + the highest slot ever used
+    posterior = np.zeros(num_grams)
+    next_start = 0
+    next_end = 0
+    next_release = 0
+    for t in range(num_states):
+        while next_end < ends.size and last[ends[next_end]] < t:  # windows that closed before t
+            slot = slot_of[ends[next_end]]
+            slot_first[slot] = num_states
+            free_slots[n_free_slots] = slot
+            n_free_slots += 1
+            next_end += 1
+        while next_start < starts.size and first[starts[next_start]] == t:  # windows that open at t
+            u = starts[next_start]
+            n_free_slots -= 1
+            slot = free_slots[n_free_slots]
+            slot_of[u] = slot
+            slot_first[slot] = t
+            high = max(high, slot + 1)
+            next_start += 1
+        n_free_buffers -= 1
+        buffer_of[t] = free_buffers[n_free_buffers]
+        r = pool[buffer_of[t]]
+        r[:] = 0.0
+        for i in range(in_ptr[t], in_ptr[t + 1]):
+            s = src[i]
+            g = np.exp(log_a[s] - cost[i] - log_a[t])
+            rs = pool[buffer_of[s]]
+            for k in range(high):
+                if slot_first[k] <= s:
+                    r[k] += g * rs[k]
+            arc_posterior = np.exp(log_a[s] - cost[i] + log_b[t] - log_z)
+            for k in range(gram_ptr[i], gram_ptr[i + 1]):
+                u = gram_ids[k]
+                slot = slot_of[u]
+                seen = 0.0
+                if slot >= 0:
+                    if slot_first[slot] <= s:
+                        seen = rs[slot]
+                    r[slot] += g * (1.0 - seen)
+                posterior[u] += arc_posterior * (1.0 - seen)
+        while next_release < num_states and release_at[releases[next_release]] <= t:  # vectors nobody reads again
+            free_buffers[n_free_buffers] = buffer_of[releases[next_release]]
+            n_free_buffers += 1
+            next_release += 1
+    return np.minimum(np.maximum(posterior, 0.0), 1.0)
