@@ -22,9 +22,12 @@ Terminology (terms.py): with `terms` (the translator's own, or per line in `prep
 occurs must contain its target term, in both halves of a hybrid. The PBMT decodes the term's source span with the
 target term as its only option (Moses' XML input, exclusive; pipeline/smt/options.py), so the lattices, and with
 them L and the acceptors, agree with the term; the NMT search must write the term's subwords
-(pipeline/decode/terms.py). A sentence whose terms cannot all be met within its length limit (or, for a -lat
-system, on its lattice) is decoded again without them, with a warning that names the line and the term
-(`missing_terms`). Where two terms' source spans overlap, the PBMT forces only the first.
+(pipeline/decode/terms.py). An LMBR system (LNMT, LTNMT) also decodes a line with forced terms on its lattice's
+acceptor, as its -lat system would (without the lattice's costs): at small lambda L gives the search little
+sense of where the term belongs, and the lattice puts it where the PBMT placed it in context. A sentence whose
+terms cannot all be met within its length limit (or on its lattice) is decoded again without them, with a warning
+that names the line and the term (`missing_terms`). Where two terms' source spans overlap, the PBMT forces only
+the first.
 
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
@@ -309,14 +312,16 @@ class Translator:
         if kind.lmbr:
             for item, matrix in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz")):
                 item.lmatrix = matrix
-        if kind.constrained:
+        # acceptors: every sentence of a -lat system; the sentences with forced terms of an LMBR system
+        steered = [k for k, item in enumerate(prepared) if kind.constrained or (kind.lmbr and item.forced)]
+        if steered:
             from lattices.acceptor import build_acceptor_shard, load_acceptors
 
-            build_acceptor_shard(paths, codes, vocab, lmbr["nbest"], tmp / "acceptors.npz", lmbr["engine"],
-                                 lmbr["max_evidence_states"])
+            build_acceptor_shard([paths[k] for k in steered], codes, vocab, lmbr["nbest"], tmp / "acceptors.npz",
+                                 lmbr["engine"], lmbr["max_evidence_states"])
             acceptors = load_acceptors([tmp / "acceptors.npz"])
-            for k, (item, path) in enumerate(zip(prepared, paths)):
-                item.acceptor, item.lattice = acceptors.get(k), read_lattice(path)
+            for k in steered:
+                prepared[k].acceptor, prepared[k].lattice = acceptors.get(k), read_lattice(paths[k])
         self._tick("posteriors", clock)
 
     def _lmatrices(self, paths: list[Path], codes: Path, vocab: Path, shard: Path) -> list:
@@ -346,12 +351,12 @@ class Translator:
         scorer = constrain = terms = None
         if kind.lmbr:
             scorer = lmbr_hook_factory(_Matrices(items), vocab.bos_id, vocab_size=len(vocab), gains=lmbr["gains"])
-        if kind.constrained:
+        if kind.constrained or any(item.acceptor is not None for item in items):
             def warn(index: int, reason: str) -> None:
                 _LOG.warning("%s, line %d: %s", self.system.name, items[index].line, reason)
 
             constrain = acceptor_hook_factory([item.acceptor for item in items], [item.limit for item in items],
-                                              vocab.eos_id, warn, lmbr["lattice_weight"])
+                                              vocab.eos_id, warn, lmbr["lattice_weight"] if kind.constrained else 0.0)
         if any(item.terms for item in items):
             terms = term_hook_factory([[ids for _, ids in item.terms] for item in items], vocab.eos_id,
                                       self.word_final())
@@ -365,7 +370,7 @@ class Translator:
         if not hypotheses:
             return ""
         pieces = self.models.tgt_vocab.decode(hypotheses[0].tokens)
-        if self.system.kind.constrained and item.lattice is not None and UNK in pieces:
+        if item.lattice is not None and UNK in pieces:
             words = restore_words(item.lattice, self.mapper, self.mapper.vocab.encode(pieces))
             if words is not None:
                 return self.target.postprocess(words, subword=False)

@@ -85,6 +85,26 @@ def test_every_satisfiable_term_appears_and_the_service_gives_the_same(exported_
     service.close()
 
 
+def test_an_lmbr_system_decodes_a_line_with_terms_on_its_lattice(exported_systems):
+    """LNMT: a line whose terms the PBMT forced is decoded on its lattice's acceptor, so its output is a string of
+    that lattice (the term where the PBMT placed it); a line without terms is not constrained."""
+    exports, raw = exported_systems
+    translator = Translator(load_system(exports["LNMT"].folder()))
+    lines = raw[:6]
+    terms = Terminology.parse("".join(f"{s}\t{t}\n" for s, t in seeded_terms(exports, raw, count=2)), TOKENIZE_DE)
+    prepared = translator.prepare(lines, [terms] * len(lines))
+    forced = [bool(item.forced) for item in prepared]
+    assert any(forced) and not all(forced)
+    assert [item.acceptor is not None for item in prepared] == forced
+    outputs = translator._decode(prepared)
+    for item, hypotheses in zip(prepared, outputs):
+        if item.acceptor is not None:
+            assert item.acceptor.accepts(hypotheses[0].tokens)
+    plain = translator._decode(translator.prepare(lines))
+    assert any(not item.acceptor.accepts(hyps[0].tokens)  # unconstrained, the search leaves the lattice
+               for item, hyps in zip(prepared, plain) if item.acceptor is not None)
+
+
 def test_a_term_beyond_the_length_limit_gives_the_plain_translation_with_a_warning(exported_systems, caplog):
     exports, raw = exported_systems
     system = load_system(exports["FNMT"].folder())
