@@ -24,11 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from lattices.lattice import Lattice
+
+if TYPE_CHECKING:
+    from lattices.units import TokenMapper
 
 __all__ = ["Acceptor", "acceptor_of_lattice", "build_acceptor_shard", "load_acceptors", "save_acceptors"]
 
@@ -265,13 +268,14 @@ def load_acceptors(paths: Iterable[Path]) -> dict[int, Acceptor]:
 
 
 def build_acceptor_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab: Path, nbest: int, out_path: Path,
-                         engine: str = "openfst", max_states: int = 0) -> dict:
+                         engine: str = "openfst", max_states: int = 0, mapper: TokenMapper | None = None) -> dict:
     """The acceptors of the given lattice files (``<i>.fst``, mapped to target units as for L) into ``out_path``;
-    statistics: sentences, states, arcs, and the sentences whose lattice accepts nothing."""
+    statistics: sentences, states, arcs, and the sentences whose lattice accepts nothing. ``mapper``: the
+    TokenMapper of codes and vocab when the caller holds one (a server: loading the codes costs ~50 ms)."""
     from lattices.fst_io import read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
 
-    mapper = TokenMapper.from_files(codes, vocab)
+    mapper = mapper if mapper is not None else TokenMapper.from_files(codes, vocab)
     bos, eos = mapper.vocab.bos_id, mapper.vocab.eos_id
     acceptors = {sentence_index(Path(p)): acceptor_of_lattice(map_lattice(read_lattice(Path(p)), mapper), bos, eos,
                                                               nbest, engine, max_states) for p in lattice_paths}

@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from lattices.lmatrix_kernels import lmatrix_tables
 from lattices.row_automaton import RowAutomaton, row_key
 from lattices.theta import Theta
 from pipeline.io import atomic_path
+
+if TYPE_CHECKING:
+    from lattices.units import TokenMapper
 
 __all__ = ["LMatrix", "build_lmatrix", "compile_kernels", "save_shard", "load_shard", "LMatrixStore", "build_lmatrix_shard",
            "UNIT_CONVENTION"]
@@ -209,7 +212,8 @@ def load_shard(path: Path, sentences: Iterable[int] | None = None) -> list[LMatr
         r0, r1 = int(ro[k]), int(ro[k + 1])
         sizes = a["hi_row_sizes"][r0:r1].astype(np.int64)
         h0, h1 = int(hi_offsets[r0]), int(hi_offsets[r1])
-        posteriors = NgramPosteriors(a["ngram_tokens"][no[k]:no[k + 1]].astype(np.int64), a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order,
+        posteriors = NgramPosteriors(a["ngram_tokens"][no[k]:no[k + 1]].astype(np.int64),
+                                     a["ngram_values"][no[k]:no[k + 1]].astype(np.float64), order,
                                      float(margins[k]))
         t0, t1 = int(a["trans_offsets"][k]), int(a["trans_offsets"][k + 1])
         u0, u1 = int(a["unirow_offsets"][k]), int(a["unirow_offsets"][k + 1])
@@ -269,19 +273,21 @@ class LMatrixStore:
 # ---------------------------------------------------------------------------------------------- the task's call
 def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab: Path, theta: Theta,
                         alpha: float | None, semiring: str, nbest: int, out_path: Path,
-                        order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0) -> dict[str, Any]:
+                        order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0,
+                        mapper: TokenMapper | None = None) -> dict[str, Any]:
     """Posteriors and L of the given lattice files (``<i>.fst``) into one shard ``out_path``; returns statistics.
 
     ``codes``/``vocab``: LearnBPE's codes.<tgt> (None: lattice words are already target units) and BuildVocab's
     vocab.<tgt>.json. ``alpha`` None takes each lattice's lattices.json value. ``nbest`` 0 = full lattice.
     ``engine``: how the evidence space is computed (lattices.openfst); ``max_states``: the bound on a determinised
     tropical full lattice (lattices.pruning; 0: none). The statistics name the pruned sentences with their margin.
+    ``mapper``: the TokenMapper of codes and vocab when the caller holds one (a server: loading the codes costs ~50 ms).
     """
     from lattices.fst_io import default_alpha, read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
     from pipeline.errors import DataError
 
-    mapper = TokenMapper.from_files(codes, vocab)
+    mapper = mapper if mapper is not None else TokenMapper.from_files(codes, vocab)
     vocab_size = len(mapper.vocab)
     matrices = []
     seconds = []

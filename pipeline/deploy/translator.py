@@ -53,6 +53,7 @@ __all__ = ["Prepared", "Translator"]
 _LOG = logging.getLogger(__name__)
 PHASES = ("preprocess", "pbmt", "posteriors", "nmt", "postprocess")
 PREPARE_PHASES = PHASES[:3]  # the phases of `prepare`
+CACHED_PHRASES = 50_000  # the PBMT's cache of scored options (source phrases) across calls
 
 
 @dataclass
@@ -116,17 +117,19 @@ class Translator:
         return load_models([self.system.path("nmt/system.json")], device, speedups, half=half)
 
     def _pbmt(self):
-        """(phrase table, KenLM model, weights, decoder settings): the table is filtered per batch."""
+        """The phrase-based decoder, on the whole phrase table: it lives as long as the translator, and so does its
+        cache of scored options (a phrase is scored once, not once per call)."""
         import kenlm
 
-        from pipeline.smt.decoder import DecoderSettings
+        from pipeline.smt.decoder import Decoder, DecoderSettings
         from pipeline.smt.phrase_table import FastPhraseTable
         from pipeline.smt.weights import load_weights
 
         pbmt = self.system.settings.pbmt
-        return (FastPhraseTable.load(self.system.path("pbmt/phrase-table.npz")),
-                kenlm.Model(str(self.system.path("pbmt/lm.bin"))),
-                load_weights(self.system.path("pbmt/weights.json")).weights, DecoderSettings(**pbmt["decoder"]))
+        return Decoder(FastPhraseTable.load(self.system.path("pbmt/phrase-table.npz")),
+                       kenlm.Model(str(self.system.path("pbmt/lm.bin"))),
+                       load_weights(self.system.path("pbmt/weights.json")).weights, DecoderSettings(**pbmt["decoder"]),
+                       max_cached_phrases=CACHED_PHRASES)
 
     def _search_settings(self):
         from pipeline.decode.beam_search import SearchSettings
@@ -293,12 +296,9 @@ class Translator:
     def _lattices(self, words: list[list[str]], prepared: list[Prepared], tmp: Path, clock: float) -> None:
         """PBMT decoding of the batch into tmp/lattices, then L, acceptors and word lattices per sentence."""
         from lattices.fst_io import lattice_paths, read_lattice
-        from pipeline.smt.decoder import Decoder
         from pipeline.smt.parallel import Job, decode_all
 
-        table, lm, weights, settings = self.pbmt
-        decoder = Decoder(table.filter(words), lm, weights, settings)
-        results = decode_all(Job(decoder, words, lattice_dir=tmp / "lattices",
+        results = decode_all(Job(self.pbmt, words, lattice_dir=tmp / "lattices",
                                  forced=[item.forced for item in prepared]), self.workers, desc="pbmt")
         for item, result in zip(prepared, results):
             item.pbmt = self.target.postprocess(list(result.best.words), subword=False)
@@ -318,7 +318,7 @@ class Translator:
             from lattices.acceptor import build_acceptor_shard, load_acceptors
 
             build_acceptor_shard([paths[k] for k in steered], codes, vocab, lmbr["nbest"], tmp / "acceptors.npz",
-                                 lmbr["engine"], lmbr["max_evidence_states"])
+                                 lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
             acceptors = load_acceptors([tmp / "acceptors.npz"])
             for k in steered:
                 prepared[k].acceptor, prepared[k].lattice = acceptors.get(k), read_lattice(paths[k])
@@ -332,7 +332,7 @@ class Translator:
         lmbr = self.system.settings.lmbr
         build_lmatrix_shard(paths, codes, vocab, Theta.from_signature(lmbr["theta_build"]), lmbr["alpha"],
                             lmbr["semiring"], lmbr["nbest"], shard, lmbr["order"], lmbr["engine"],
-                            lmbr["max_evidence_states"])
+                            lmbr["max_evidence_states"], self.mapper)
         matrices = sorted(load_shard(shard), key=lambda m: m.sentence)
         if lmbr["theta"] != lmbr["theta_build"]:
             theta = Theta.from_signature(lmbr["theta"])

@@ -122,8 +122,11 @@ class Decoder:
     """Phrase-based stack decoder over a phrase table (filtered or not) and a KenLM model."""
 
     def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights,
-                 settings: DecoderSettings = DecoderSettings()) -> None:
+                 settings: DecoderSettings = DecoderSettings(), max_cached_phrases: int = 0) -> None:
+        """``max_cached_phrases``: the bound of the scored-option cache (OptionCache; 0: none, for a decoder that
+        lives for one split)."""
         self.table, self.lm, self.settings = table, lm, settings
+        self.max_cached_phrases = max_cached_phrases
         self.weights = weights
         self.bos = kenlm.State()
         lm.BeginSentenceWrite(self.bos)
@@ -136,7 +139,8 @@ class Decoder:
     def weights(self, weights: Weights) -> None:
         """New weights re-score the options (the cache of scored options is per weights)."""
         self._weights = weights
-        self.options = OptionCache(self.table, self.lm, weights, self.settings.options_per_phrase)
+        self.options = OptionCache(self.table, self.lm, weights, self.settings.options_per_phrase,
+                                   self.max_cached_phrases)
 
     def decode(self, words: Sequence[str], forced: Mapping[tuple[int, int], tuple[str, ...]] | None = None
                ) -> SearchGraph:

@@ -67,11 +67,16 @@ def lm_estimate(lm: kenlm.Model, words: Sequence[str]) -> float:
 class OptionCache:
     """The capped, scored options of each source phrase, shared by every sentence decoded with one set of weights.
 
-    Entries are (target words, static features, static score, future score), best future score first.
+    Entries are (target words, static features, static score, future score), best future score first. Scoring a
+    phrase scores every one of its targets with the LM (a common word has thousands), so a long-lived decoder (a
+    server's) keeps the cache across calls; ``max_phrases`` bounds it (0: no bound): past it, the cache starts again
+    empty (the options are the same either way).
     """
 
-    def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights, limit: int) -> None:
+    def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights, limit: int,
+                 max_phrases: int = 0) -> None:
         self.table, self.lm, self.weights, self.limit = table, lm, weights, limit
+        self.max_phrases = max_phrases
         self.w_static = weights.vector.copy()
         self.w_static[LM] = 0.0
         self.phrases: dict[str, list[tuple] | None] = {}
@@ -80,6 +85,9 @@ class OptionCache:
     def lookup(self, source: str) -> list[tuple] | None:
         if source in self.phrases:
             return self.phrases[source]
+        if self.max_phrases and len(self.phrases) >= self.max_phrases:
+            self.phrases.clear()
+            self.estimates.clear()
         found = self.table.lookup(source)
         entries = None
         if found is not None:

@@ -109,3 +109,21 @@ def test_a_forced_span_takes_only_its_given_translation_and_the_search_stays_exa
     for arc in graph.arcs:  # every path of the lattice: the span covered by its forced option alone
         (i, j), target = graph.spans[arc[2]], graph.targets[arc[2]]
         assert (i, j) == (1, 2) and target == ("forced", "term") or j < 1 or i > 2
+
+
+def test_a_bounded_option_cache_decodes_as_an_unbounded_one_and_stays_within_its_bound(lm):
+    """A server's long-lived decoder keeps scored options across sentences, at most max_cached_phrases of them."""
+    table, weights = random_table(4), random_weights(4)
+    sentences = [random_sentence(seed, 5) for seed in range(6)]
+    settings = DecoderSettings(stack_limit=5, distortion_limit=3)
+    fresh = [one_best(Decoder(table, lm, weights, settings).decode(words)).words for words in sentences]
+    bounded = Decoder(table, lm, weights, settings, max_cached_phrases=4)
+    sizes = []
+    for words, expected in zip(sentences, fresh):
+        assert one_best(bounded.decode(words)).words == expected
+        sizes.append(len(bounded.options.phrases))
+    assert max(sizes) <= 4 and min(sizes) > 0
+    unbounded = Decoder(table, lm, weights, settings)
+    for words in sentences:
+        unbounded.decode(words)
+    assert len(unbounded.options.phrases) > 4  # the bound was reached: the cache started again
