@@ -21,10 +21,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import pynini
 
+from lattices.fst_binary import fst_from_arrays
 from pipeline.smt.decoder import SearchGraph
 from pipeline.smt.features import format_moses_features
 
 EPS, BOS, EOS = "<eps>", "<s>", "</s>"
+BOS_ID, EOS_ID = 1, 2  # their labels
 
 
 @dataclass(frozen=True)
@@ -35,41 +37,40 @@ class Hypothesis:
 
 
 def to_fst(graph: SearchGraph) -> pynini.Fst:
-    """The lattice of a search graph (see the module docstring)."""
-    symbols = pynini.SymbolTable()
-    for label, symbol in enumerate((EPS, BOS, EOS)):
-        symbols.add_symbol(symbol, label)
-    ids: dict[str, int] = {}
-    fst = pynini.Fst()
-    # states: 0 = start, 1 + v = search-graph state v, then the final state, then the inner states of chains
-    fst.add_states(graph.num_states + 2)
+    """The lattice of a search graph (see the module docstring), built as arrays and handed to OpenFst in its binary
+    form (lattices/fst_binary.py): states 0 (start), 1 + v (search-graph state v), the final state, then the inner
+    states of the word chains in the order of the arcs; each state's arcs in the order of the search graph's."""
+    labels: dict[str, int] = {}
+    option_labels: dict[int, list[int]] = {}
+    for _, _, option, _, _ in graph.arcs:  # word ids in order of first appearance
+        if option not in option_labels:
+            option_labels[option] = [labels.setdefault(word, 3 + len(labels)) for word in graph.targets[option]]
+    arcs = graph.arcs
+    u = np.fromiter((a[0] for a in arcs), np.int64, len(arcs))
+    v = np.fromiter((a[1] for a in arcs), np.int64, len(arcs))
+    words = [option_labels[a[2]] for a in arcs]
+    lengths = np.fromiter(map(len, words), np.int64, len(arcs))
+    links = np.maximum(lengths, 1)                       # FST arcs per search-graph arc (an epsilon when empty)
+    first = np.cumsum(links) - links                     # index of each chain's first FST arc
+    inner = np.cumsum(links - 1) - (links - 1)           # index of each chain's first inner state
     final = graph.num_states + 1
-    fst.set_start(0)
-    fst.set_final(final, 0.0)
-    fst.add_arc(0, pynini.Arc(1, 1, 0.0, 1))
-    fst.add_arc(1 + graph.end, pynini.Arc(2, 2, 0.0, final))
-    targets, arc_scores = graph.targets, graph.arc_scores
-    one = pynini.Weight.one("tropical")
-    arc = pynini.Arc(0, 0, one, 0)  # one arc object, refilled for every add_arc (pynini copies it)
-    for a, (u, v, option, _, _) in enumerate(graph.arcs):
-        words = targets[option]
-        state, last = 1 + u, len(words) - 1
-        arc.weight = -arc_scores[a]
-        if not words:
-            arc.ilabel = arc.olabel = 0
-            arc.nextstate = 1 + v
-            fst.add_arc(state, arc)
-            continue
-        for k, word in enumerate(words):
-            label = ids.get(word)
-            if label is None:
-                label = ids[word] = symbols.add_symbol(word)
-            if k == 1:
-                arc.weight = one
-            arc.ilabel = arc.olabel = label
-            arc.nextstate = 1 + v if k == last else fst.add_state()
-            fst.add_arc(state, arc)
-            state = arc.nextstate
+    position = np.arange(int(links.sum())) - np.repeat(first, links)  # k: the k-th arc of its chain
+    chain = np.repeat(np.arange(len(arcs)), links)
+    last = position == np.repeat(links - 1, links)
+    inner_state = graph.num_states + 2 + np.repeat(inner, links) + position  # the state after arc k (if inner)
+    src = np.where(position == 0, 1 + u[chain], inner_state - 1)
+    dst = np.where(last, 1 + v[chain], inner_state)
+    label = np.fromiter((x for w in words for x in (w or (0,))), np.int64, int(links.sum()))
+    cost = np.where(position == 0, -np.asarray(graph.arc_scores, np.float64)[chain], 0.0)
+    num_states = graph.num_states + 2 + int((links - 1).sum())
+    finals = np.full(num_states, np.inf)
+    finals[final] = 0.0
+    fst = fst_from_arrays(num_states, 0, np.concatenate(([0, 1 + graph.end], src)),
+                          np.concatenate(([1, final], dst)), np.concatenate(([BOS_ID, EOS_ID], label)),
+                          np.concatenate(([0.0, 0.0], cost)), finals, "standard")
+    symbols = pynini.SymbolTable()
+    for key, symbol in enumerate((EPS, BOS, EOS, *labels)):
+        symbols.add_symbol(symbol, key)
     fst.set_input_symbols(symbols)
     fst.set_output_symbols(symbols)
     return fst
