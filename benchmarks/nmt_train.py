@@ -109,6 +109,61 @@ def measure(architecture: str, profile_name: str, data, src_vocab, tgt_vocab, ru
             "median_seconds_per_update": statistics.median(tokens) / statistics.median(speeds)}
 
 
+def trace(architecture: str, profile_name: str, data, src_vocab, tgt_vocab, warmup: int, updates: int,
+          device: str) -> dict:
+    """Where an update's time goes: seconds spent drawing batches against seconds in train_step (synchronised on a
+    GPU), then torch.profiler over `updates` updates: the top operators by self time on the device and on the CPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    arch = getattr(load_profile(profile_name).nmt, architecture)
+    src_vocab, tgt_vocab = limit_vocabulary(src_vocab, arch.vocab_size), limit_vocabulary(tgt_vocab, arch.vocab_size)
+    config = model_config(architecture, arch, src_vocab, tgt_vocab)
+    cuda = device.startswith("cuda")
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    with tempfile.TemporaryDirectory(prefix="nmt_train_trace-") as tmp:
+        trainer = Trainer(config, arch.training, seed=1, src_vocab=src_vocab, tgt_vocab=tgt_vocab, train=data,
+                          state_dir=Path(tmp), device=device,
+                          precision=training_precision(arch.training.precision, torch.device(device)))
+        trainer.model.train()
+        for _ in range(warmup):
+            trainer.train_step(next(trainer.stream))
+        batching = stepping = 0.0
+        for _ in range(updates):
+            sync()
+            t0 = time.perf_counter()
+            ids = next(trainer.stream)
+            t1 = time.perf_counter()
+            trainer.train_step(ids)
+            sync()
+            batching, stepping = batching + t1 - t0, stepping + time.perf_counter() - t1
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        with profile(activities=activities) as prof:
+            for _ in range(updates):
+                trainer.train_step(next(trainer.stream))
+            sync()
+    events = prof.key_averages()
+
+    def top(key: str) -> list[dict]:
+        ranked = sorted(events, key=lambda e: getattr(e, key, 0.0), reverse=True)[:25]
+        return [{"op": e.key, "calls": e.count, "self_cpu_ms": round(e.self_cpu_time_total / 1e3, 3),
+                 "self_device_ms": round(getattr(e, "self_device_time_total", 0.0) / 1e3, 3)} for e in ranked]
+
+    result = {"architecture": architecture, "updates": updates,
+              "batching_s_per_update": batching / updates, "train_step_s_per_update": stepping / updates,
+              "top_by_self_cpu": top("self_cpu_time_total")}
+    if cuda:
+        result["top_by_self_device"] = top("self_device_time_total")
+    print(f"{architecture}: batching {1e3 * batching / updates:.1f} ms, train_step {1e3 * stepping / updates:.1f} ms "
+          "per update", file=sys.stderr)
+    print(prof.key_averages().table(sort_by="self_cuda_time_total" if cuda else "self_cpu_time_total",
+                                    row_limit=20), file=sys.stderr)
+    return result
+
+
 def dev_bleu(task: str, profile: str, work_dir: Path, architecture: str, threads: int) -> dict:
     """Greedy BLEU on the whole tuning set of the model that AverageCheckpoints builds (training it first through
     Luigi if needed: that takes the profile's budget)."""
@@ -167,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated tasks: also report greedy tuning-set BLEU of each architecture's "
                              "averaged seed-1 model, built with the Luigi tasks in --work-dir (trains if needed)")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--trace", type=int, default=0, metavar="N",
+                        help="also profile N updates per architecture (batching vs step time, torch.profiler top ops)")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -192,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"benchmark": "nmt_train", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "profile": args.profile, "runs": args.runs, "data": {**source, "pairs": len(data.sources)},
                "machine": info, "results": results}
+    if args.trace:
+        summary["traces"] = [trace(a, args.profile, data, src_vocab, tgt_vocab, args.warmup, args.trace, args.device)
+                             for a in args.architectures.split(",")]
 
     header = ("model", "params", "max_tokens", "sent/batch", "tgt tok/batch", "s/update", "tgt tok/s (median)",
               "runs")
