@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
+
+from lattices.hash_table import insert, lookup, new_table
 
 __all__ = ["LMatrixTables", "lmatrix_tables"]
 
@@ -66,14 +67,6 @@ def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, ma
 
 
 @njit(cache=True)
-def _lookup(table, key: int) -> int:
-    """table[key], or -1 when absent."""
-    if key in table:
-        return table[key]
-    return _NONE
-
-
-@njit(cache=True)
 def _push(array: np.ndarray, size: int, value) -> np.ndarray:
     if size == array.shape[0]:
         bigger = np.empty(max(16, 2 * size), array.dtype)
@@ -94,7 +87,8 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
     """
     n_grams = lengths.size
     base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
-    children = Dict.empty(key_type=types.int64, value_type=types.int64)
+    child_keys, child_values = new_table(2 * tokens.size)
+    n_children = 0
     node_gram = np.full(16, _NONE, np.int64)  # the n-gram of each trie node (-1: a prefix only)
     node_parent = np.empty(16, np.int64)
     node_token = np.empty(16, np.int64)
@@ -104,10 +98,10 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
         node = _NONE
         for k in range(lengths[g]):
             key = (node + 1) * base + tokens[g, k]
-            child = _lookup(children, key)
+            child = lookup(child_keys, child_values, key)
             if child == _NONE:
                 child = n_nodes
-                children[key] = child
+                child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, child)
                 node_gram = _push(node_gram, n_nodes, _NONE)
                 node_parent = _push(node_parent, n_nodes, node)
                 node_token = _push(node_token, n_nodes, tokens[g, k])
@@ -139,7 +133,7 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     np.zeros(0, np.int64), np.zeros(0, np.int64))
         node = _NONE
         for k in range(1, lengths[g]):
-            node = _lookup(children, (node + 1) * base + tokens[g, k])
+            node = lookup(child_keys, child_values, (node + 1) * base + tokens[g, k])
             if node == _NONE:
                 break
         if lengths[g] > 1 and (node == _NONE or node_row[node] == _NONE):

@@ -29,8 +29,9 @@ nothing underflows however long the lattice.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
+
+from lattices.hash_table import insert, lookup, new_table
 
 __all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
 
@@ -60,8 +61,10 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     """
     keep = order - 1
     base = np.int64(out_label.max()) + 1 if out_label.size else np.int64(1)
-    children = Dict.empty(key_type=types.int64, value_type=types.int64)
-    states = Dict.empty(key_type=types.int64, value_type=types.int64)
+    child_keys, child_values = new_table(4 * out_dst.size)
+    n_children = 0
+    state_keys, state_values = new_table(2 * num_states)
+    n_state_keys = 0
     prefix = np.empty(64, np.int64)
     last = np.empty(64, np.int64)
     suffix = np.empty(64, np.int64)
@@ -74,7 +77,8 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     tail = np.full(num_states, _NONE, np.int64)
     orig[0], hist[0], chain_next[0] = 0, _NONE, _NONE
     head[0] = tail[0] = 0
-    states[0] = 0  # key (hist + 1) * num_states + state
+    state_keys, state_values, n_state_keys = insert(state_keys, state_values, n_state_keys, 0, 0)
+    # state key: (hist + 1) * num_states + state
     n_exp = 1
     src = np.empty(64, np.int64)
     dst = np.empty(64, np.int64)
@@ -103,10 +107,11 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                     for k in range(m, -1, -1):  # the n-gram of order m - k + 1: suffix of h of length m - k, then x
                         p = _NONE if k == m else suffixes[k]
                         key = (p + 1) * base + x
-                        gid = children.get(key, _NONE)
+                        gid = lookup(child_keys, child_values, key)
                         if gid == _NONE:
                             gid = n_grams
-                            children[key] = gid
+                            child_keys, child_values, n_children = insert(child_keys, child_values, n_children,
+                                                                          key, gid)
                             prefix = _push(prefix, n_grams, p)
                             last = _push(last, n_grams, x)
                             suffix = _push(suffix, n_grams, previous)
@@ -119,10 +124,10 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                         previous = gid
                 d = out_dst[i]
                 key = (h2 + 1) * num_states + d
-                t = states.get(key, _NONE)
+                t = lookup(state_keys, state_values, key)
                 if t == _NONE:
                     t = n_exp
-                    states[key] = t
+                    state_keys, state_values, n_state_keys = insert(state_keys, state_values, n_state_keys, key, t)
                     orig = _push(orig, n_exp, d)
                     hist = _push(hist, n_exp, h2)
                     chain_next = _push(chain_next, n_exp, _NONE)
@@ -144,14 +149,6 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
 
 
 @njit(cache=True)
-def _lookup(table, key: int) -> int:
-    """table[key], or -1 when absent."""
-    if key in table:
-        return table[key]
-    return _NONE
-
-
-@njit(cache=True)
 def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, order: int):
     """The direct sum over strings: p(u) = sum of weights[s] over the strings s that contain u (each string counts
     once per n-gram), strings s = tokens[offsets[s]:offsets[s+1]], accumulated in string order.
@@ -159,7 +156,8 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
     Returns (values [G], prefix, last, gram_order [G]): the n-grams as a trie (see :func:`ngram_tokens`).
     """
     base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
-    children = Dict.empty(key_type=types.int64, value_type=types.int64)
+    child_keys, child_values = new_table(2 * tokens.size)
+    n_children = 0
     prefix = np.empty(64, np.int64)
     last = np.empty(64, np.int64)
     gram_order = np.empty(64, np.int64)
@@ -173,10 +171,10 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
             for n in range(1, min(order, hi - i) + 1):
                 x = tokens[i + n - 1]
                 key = (node + 1) * base + x
-                g = _lookup(children, key)
+                g = lookup(child_keys, child_values, key)
                 if g == _NONE:
                     g = n_grams
-                    children[key] = g
+                    child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, g)
                     prefix = _push(prefix, n_grams, node)
                     last = _push(last, n_grams, x)
                     gram_order = _push(gram_order, n_grams, n)
