@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from numba import njit
 
 __all__ = ["arrays_from_fst", "fst_from_arrays"]
 
@@ -70,6 +71,24 @@ def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
     return pynini.Fst.read_from_string(header + body.tobytes())
 
 
+@njit(cache=True)
+def _state_layout(raw: np.ndarray, pos: int, num_states: int, weight_size: int, arc_size: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(byte position of each state's first arc, its number of arcs), reading the states' headers in order from
+    `pos` (each: final weight, int64 arc count, then the arcs)."""
+    first = np.empty(num_states, np.int64)
+    counts = np.empty(num_states, np.int64)
+    for q in range(num_states):
+        pos += weight_size
+        count = 0
+        for k in range(8):  # little-endian int64
+            count |= np.int64(raw[pos + k]) << (8 * k)
+        pos += 8
+        first[q], counts[q] = pos, count
+        pos += count * arc_size
+    return first, counts
+
+
 def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                   np.ndarray]:
     """(num_states, start, src, dst, ilabel, olabel, cost, final) of a pynini FST (costs as float64)."""
@@ -90,21 +109,10 @@ def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, 
         return arrays_from_fst(fst)
     weight = _WEIGHT[arc_type]
     arc = _arc_dtype(weight)
-    finals: list[float] = []
-    sizes: list[int] = []
-    firsts: list[int] = []  # byte position of each state's first arc
-    unpack = struct.Struct("<" + weight.char + "q").unpack_from
-    head, size = weight.itemsize + 8, arc.itemsize
-    for _ in range(num_states):
-        w, count = unpack(data, pos)
-        finals.append(w)
-        sizes.append(count)
-        firsts.append(pos + head)
-        pos += head + count * size
-    final = np.asarray(finals, np.float64)
-    counts = np.asarray(sizes, np.int64)
-    first = np.asarray(firsts, np.int64)
+    first, counts = _state_layout(np.frombuffer(data, np.uint8), pos, num_states, weight.itemsize, arc.itemsize)
     raw = np.frombuffer(data, np.uint8)
+    finals = raw[(first - weight.itemsize - 8)[:, None] + np.arange(weight.itemsize)].reshape(-1).view(weight)
+    final = finals.astype(np.float64)
     starts = _arc_positions(first, counts, arc.itemsize)
     arcs = raw[starts[:, None] + np.arange(arc.itemsize)].reshape(-1).view(arc)
     src = np.repeat(np.arange(num_states, dtype=np.int64), counts)
