@@ -315,12 +315,17 @@ class LmbrProfile:
 
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
+    grid_mbr_alpha: tuple[float, ...] = ()  # path scales of lattice MBR's posteriors (empty: the lattices' alpha)
 
     def mbr_p_offsets(self) -> tuple[float, ...]:
         return tuple(self.grid_mbr_p) or (0.0,)
 
     def mbr_r_offsets(self) -> tuple[float, ...]:
         return tuple(self.grid_mbr_r) or (0.0,)
+
+    def mbr_alphas(self, lattice_alpha: float) -> tuple[float, ...]:
+        """The path scales the tuning of lattice MBR tries: the grid's, or only the lattices' own."""
+        return tuple(self.grid_mbr_alpha) or (lattice_alpha,)
 
     def lattice_weights(self) -> tuple[float, ...]:
         """The lattice weights the tuning of the -lat systems tries: the grid's, or only `lattice_weight`."""
@@ -435,6 +440,8 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                              ("grid_lambda", bool(lmbr.grid_lambda) and min(lmbr.grid_lambda) > 0,
                               "must list positive values"),
                              ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
+                              "must list positive values (or none: the lattices' alpha)"),
+                             ("grid_mbr_alpha", all(a > 0 for a in lmbr.grid_mbr_alpha),
                               "must list positive values (or none: the lattices' alpha)"),
                              ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
                              ("patience", lmbr.patience >= 1, "must be at least 1"),

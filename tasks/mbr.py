@@ -4,8 +4,10 @@ Each sentence's translation is the string of its evidence space with the highest
 (lattices/mbr.py, exact over the acceptor of BuildAcceptors and the L of BuildLMatrix). Theta comes from the PBMT's
 tune-set precisions p and r, or, with the profile's `[lmbr] tune`, from the p and r that TuneMBR chooses by BLEU on
 the tuning set (offsets `grid_mbr_p` x `grid_mbr_r`: Tromble et al.'s theta from corpus precisions sets how much a
-token must earn to pay for its length, and the best balance depends on the lattices). A sentence whose lattice
-accepts nothing keeps the PBMT 1-best; the count is in the stats.
+token must earn to pay for its length, and the best balance depends on the lattices), together with the path scale
+alpha of the posteriors (`grid_mbr_alpha`: how far the posteriors trust the PBMT's ranking; each alpha is a posterior
+pass of its own over the tuning sentences and the decoded split). A sentence whose lattice accepts nothing keeps the
+PBMT 1-best; the count is in the stats.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from pipeline.text import TextProcessor, get_tokenizer
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import BuildAcceptors, BuildLMatrix
+from tasks.lattices import BuildAcceptors, BuildLMatrix, lmatrix_for
 from tasks.smt import DecodePBMT
 from tasks.variants import VariantTask
 
@@ -57,6 +59,14 @@ def mbr_translations(acceptors: dict[int, Acceptor], store, fallback: Sequence[s
     return texts, subwords, kept
 
 
+def alpha_lmatrices(task: PipelineTask, **overrides: Any) -> dict[float, PipelineTask]:
+    """The BuildLMatrix of every alpha of `grid_mbr_alpha` but the lattices' own (the task's default artifact), of
+    the task's split or the one `overrides` names."""
+    own = task.profile_config.pbmt.alpha
+    return {alpha: lmatrix_for(task, alpha, **overrides)
+            for alpha in task.profile_config.lmbr.mbr_alphas(own) if alpha != own}
+
+
 def target_processor(task: PipelineTask, truecaser: PipelineTask) -> TextProcessor:
     """Detruecasing and detokenization of the task's target side."""
     target = task.config.target
@@ -73,15 +83,20 @@ class TuneMBR(PipelineTask):
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, n = self.config.splits.tune, self.profile_config.lmbr.tune_sentences
-        return {"acceptors": self.clone(BuildAcceptors, split=tune, sentences=n),
-                "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=n),
-                "pbmt": self.clone(DecodePBMT, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
-                "vocab": self.clone(BuildVocab), "truecaser": self.clone(TrainTruecaser)}
+        required = {"acceptors": self.clone(BuildAcceptors, split=tune, sentences=n),
+                    "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=n),
+                    "pbmt": self.clone(DecodePBMT, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
+                    "vocab": self.clone(BuildVocab), "truecaser": self.clone(TrainTruecaser)}
+        others = alpha_lmatrices(self, split=tune, sentences=n)
+        if others:
+            required["lmatrix_alphas"] = others
+        return required
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
+        alphas = {"grid_mbr_alpha": lmbr.grid_mbr_alpha} if lmbr.grid_mbr_alpha else {}  # none: as before
         return {"sentences": lmbr.tune_sentences, "grid_mbr_p": lmbr.mbr_p_offsets(),
-                "grid_mbr_r": lmbr.mbr_r_offsets()}
+                "grid_mbr_r": lmbr.mbr_r_offsets(), **alphas}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: p and r (and the rest of a grid point)."""
@@ -102,12 +117,15 @@ class TuneMBR(PipelineTask):
     def build(self, out: Path) -> dict[str, Any]:
         lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
         references, _, translate_store = self.tuning_mbr()
-        store = LMatrixStore(sorted(inputs["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        own = self.profile_config.pbmt.alpha
+        tasks = {own: inputs["lmatrix"], **inputs.get("lmatrix_alphas", {})}
+        stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz"))) for alpha, task in tasks.items()}
         start = inputs["lmatrix"].theta()
-        grid = lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets())
+        grid = lmbr_grid(start.p, start.r, (0.0,), lmbr.mbr_p_offsets(), lmbr.mbr_r_offsets(), lmbr.mbr_alphas(own))
 
         def translate(point) -> list[str]:
-            return translate_store(ReweightedStore(store, point.theta(lmbr.theta_convention, lmbr.theta_t)))
+            return translate_store(ReweightedStore(stores[point.alpha],
+                                                   point.theta(lmbr.theta_convention, lmbr.theta_t)))
 
         best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
         write_json(out / MBR_CHOICE_FILE, {"chosen": dataclasses.asdict(best), "start": {"p": start.p, "r": start.r},
@@ -131,6 +149,9 @@ class DecodeLatticeMBR(VariantTask):
                     "truecaser": self.clone(TrainTruecaser)}
         if self.profile_config.lmbr.tune:
             required["tuning"] = self.clone(TuneMBR)
+            others = alpha_lmatrices(self)  # the chosen alpha is known only after tuning: the L of every alpha
+            if others:
+                required["lmatrix_alphas"] = others
         return required
 
     def params(self) -> dict[str, Any]:
@@ -138,12 +159,13 @@ class DecodeLatticeMBR(VariantTask):
         return {"system": self.system, "split": self.split, **theta, **self.variant_params()}
 
     def store(self):
-        """The split's L matrices, under TuneMBR's theta when the profile tunes."""
-        store = LMatrixStore(sorted(self.requires()["lmatrix"].artifact_dir().glob("shard-*.npz")))
-        lmbr = self.profile_config.lmbr
+        """The split's L matrices, under TuneMBR's theta and alpha when the profile tunes."""
+        required, lmbr = self.requires(), self.profile_config.lmbr
         if not lmbr.tune:
-            return store
-        chosen = self.requires()["tuning"].chosen()
+            return LMatrixStore(sorted(required["lmatrix"].artifact_dir().glob("shard-*.npz")))
+        chosen = required["tuning"].chosen()
+        task = required.get("lmatrix_alphas", {}).get(chosen.get("alpha"), required["lmatrix"])
+        store = LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
         return ReweightedStore(store, Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t))
 
     def build(self, out: Path) -> dict[str, Any]:
@@ -159,6 +181,6 @@ class DecodeLatticeMBR(VariantTask):
         theta = {}
         if self.profile_config.lmbr.tune:
             chosen = inputs["tuning"].chosen()
-            theta = {"theta": {"p": chosen["p"], "r": chosen["r"]}}
+            theta = {"theta": {"p": chosen["p"], "r": chosen["r"]}, "alpha": chosen.get("alpha")}
         return {"sentences": len(texts), "pbmt_fallback_lines": fallback, **theta,
                 "timings": {"lattice_mbr": round(time.perf_counter() - started, 3)}}

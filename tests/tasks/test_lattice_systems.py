@@ -123,3 +123,42 @@ def test_a_heavy_lattice_weight_gives_the_pbmt_1best_and_tuning_chooses_mu_on_th
     for line, pieces in enumerate(read_lines(mbr.artifact_dir() / "bpe.en")):
         exact = lattice_mbr(acceptors[line], store.get([line])[0].with_theta(theta), vocab.bos_id, vocab.eos_id)
         assert pieces.split() == vocab.decode(list(exact.tokens))
+
+
+def test_mbr_tunes_the_path_scale_alpha_and_decodes_with_the_chosen_alphas_posteriors(tmp_path):
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=12)
+    configs = deterministic_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^tune_sentences = 50 .*$", "tune_sentences = 20", profile.read_text(), flags=re.M)
+    text = re.sub(r"^grid_mbr_p = .*$", "grid_mbr_p = [0.0, -0.5]", text, flags=re.M)
+    profile.write_text(re.sub(r"^(grid_mbr_r = .*)$", "\\1\ngrid_mbr_alpha = [1.0, 0.3]", text, flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    mbr = DecodeLatticeMBR(split="newstest2016", **params)
+    assert build(mbr).status == LuigiStatusCode.SUCCESS
+    tuning = mbr.requires()["tuning"]
+    record = json.loads((tuning.artifact_dir() / "mbr.json").read_text())
+    assert sorted({(p["alpha"], p["p"]) for p in record["grid"]}) == sorted(
+        {(alpha, p) for alpha in (1.0, 0.3) for p in {point["p"] for point in record["grid"]}})
+    assert len(record["grid"]) == 4 and tuning.signature()["params"]["grid_mbr_alpha"] == [1.0, 0.3]
+    best = max(record["grid"], key=lambda point: point["bleu"])
+    assert record["chosen"] == {k: v for k, v in best.items() if k != "bleu"}
+    # the tuning sentences' posteriors under each alpha, the lattices' own being the default artifact
+    tune_l = {1.0: tuning.requires()["lmatrix"], **tuning.requires()["lmatrix_alphas"]}
+    assert tune_l[1.0].alpha == 0.0 and tune_l[0.3].alpha == 0.3
+    stores = {alpha: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz"))) for alpha, task in tune_l.items()}
+    assert (stores[1.0].get([0])[0].posteriors.values != stores[0.3].get([0])[0].posteriors.values).any()
+    # the split is decoded with the L of the chosen alpha (both built), under the chosen theta
+    split_l = {1.0: mbr.requires()["lmatrix"], 0.3: mbr.requires()["lmatrix_alphas"][0.3]}
+    acceptors = BuildAcceptors(split="newstest2016", **params).acceptors()
+    vocab = Vocabulary.load(BuildVocab(**params).artifact_dir() / "vocab.en.json")
+    theta = Theta.from_p_r(best["p"], best["r"], "scaled", 10.0)
+    store = LMatrixStore(sorted(split_l[best["alpha"]].artifact_dir().glob("shard-*.npz")))
+    for line, pieces in enumerate(read_lines(mbr.artifact_dir() / "bpe.en")):
+        exact = lattice_mbr(acceptors[line], store.get([line])[0].with_theta(theta), vocab.bos_id, vocab.eos_id)
+        assert pieces.split() == vocab.decode(list(exact.tokens))
+    assert mbr.signature()["stats"]["alpha"] == best["alpha"]
+    for alpha in (1.0, 0.3):  # whichever alpha the tuning chose, its L is the one decoded with
+        tuning.chosen = lambda alpha=alpha: {**record["chosen"], "alpha": alpha}
+        mbr.requires = lambda required=mbr.requires(): {**required, "tuning": tuning}
+        assert mbr.store().store.get([0])[0].signature["alpha"] == alpha
