@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lattices.hash_table import insert, lookup, new_table
+from lattices.kernel_containers import insert, lookup, new_table, push
 
 __all__ = ["LMatrixTables", "lmatrix_tables"]
 
@@ -66,15 +66,6 @@ def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, ma
                          trans_rows, trans_tokens, trans_next, indptr, hi_tokens, hi_values)
 
 
-@njit(cache=True)
-def _push(array: np.ndarray, size: int, value) -> np.ndarray:
-    if size == array.shape[0]:
-        bigger = np.empty(max(16, 2 * size), array.dtype)
-        bigger[:size] = array[:size]
-        array = bigger
-    array[size] = value
-    return array
-
 
 @njit(cache=True)
 def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int,
@@ -102,9 +93,9 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
             if child == _NONE:
                 child = n_nodes
                 child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, child)
-                node_gram = _push(node_gram, n_nodes, _NONE)
-                node_parent = _push(node_parent, n_nodes, node)
-                node_token = _push(node_token, n_nodes, tokens[g, k])
+                node_gram = push(node_gram, n_nodes, _NONE)
+                node_parent = push(node_parent, n_nodes, node)
+                node_token = push(node_token, n_nodes, tokens[g, k])
                 n_nodes += 1
             node = child
         node_gram[node] = g
@@ -128,23 +119,19 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
         g = row_order[i]
         row_node[i + 1] = gram_node[g]
         prefix_node = node_parent[gram_node[g]]
-        if prefix_node != _NONE and (node_gram[prefix_node] == _NONE or node_row[prefix_node] == _NONE):
-            return (g, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
-                    np.zeros(0, np.int64), np.zeros(0, np.int64))
-        node = _NONE
+        node = _NONE  # the suffix h[1:]
         for k in range(1, lengths[g]):
             node = lookup(child_keys, child_values, (node + 1) * base + tokens[g, k])
             if node == _NONE:
                 break
-        if lengths[g] > 1 and (node == _NONE or node_row[node] == _NONE):
+        if lengths[g] > 1 and (node_row[prefix_node] == _NONE or node == _NONE or node_row[node] == _NONE):
             return (g, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
                     np.zeros(0, np.int64), np.zeros(0, np.int64))
         row_suffix[i + 1] = node_row[node] if lengths[g] > 1 else 0
-    vocab = base
-    accumulated = np.zeros(vocab)
-    stamp = np.full(vocab, _NONE, np.int64)
-    found_row = np.empty(vocab, np.int64)
-    touched = np.empty(vocab, np.int64)
+    accumulated = np.zeros(base)  # per token y of the row being built
+    stamp = np.full(base, _NONE, np.int64)
+    found_row = np.empty(base, np.int64)
+    touched = np.empty(base, np.int64)
     hi_indptr = np.zeros(n_rows + 1, np.int64)
     hi_tokens = np.empty(16, np.int64)
     hi_values = np.empty(16, np.float64)
@@ -179,8 +166,8 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                 accumulated[y] += weight * values[g]
         ys = np.sort(touched[:n_touched])
         for y in ys:
-            hi_tokens = _push(hi_tokens, n_hi, y)
-            hi_values = _push(hi_values, n_hi, accumulated[y])
+            hi_tokens = push(hi_tokens, n_hi, y)
+            hi_values = push(hi_values, n_hi, accumulated[y])
             n_hi += 1
         hi_indptr[i + 1] = n_hi
         # exceptions: the longest suffix s (1..M-1 tokens) with s y a row
@@ -200,9 +187,9 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     n_found += 1
         ys = np.sort(touched[:n_found])
         for y in ys:
-            trans_rows = _push(trans_rows, n_trans, i)
-            trans_tokens = _push(trans_tokens, n_trans, y)
-            trans_next = _push(trans_next, n_trans, found_row[y])
+            trans_rows = push(trans_rows, n_trans, i)
+            trans_tokens = push(trans_tokens, n_trans, y)
+            trans_next = push(trans_next, n_trans, found_row[y])
             n_trans += 1
     return (_NONE, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),
             trans_tokens[:n_trans].copy(), trans_next[:n_trans].copy())

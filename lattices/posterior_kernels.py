@@ -31,22 +31,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lattices.hash_table import insert, lookup, new_table
+from lattices.kernel_containers import insert, lookup, new_table, push
 
 __all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
 
 _NONE = -1
 
-
-@njit(cache=True)
-def _push(array: np.ndarray, size: int, value) -> np.ndarray:
-    """array with array[size] = value, grown (doubled) when full."""
-    if size == array.shape[0]:
-        bigger = np.empty(max(16, 2 * size), array.dtype)
-        bigger[:size] = array[:size]
-        array = bigger
-    array[size] = value
-    return array
 
 
 @njit(cache=True)
@@ -112,12 +102,12 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                             gid = n_grams
                             child_keys, child_values, n_children = insert(child_keys, child_values, n_children,
                                                                           key, gid)
-                            prefix = _push(prefix, n_grams, p)
-                            last = _push(last, n_grams, x)
-                            suffix = _push(suffix, n_grams, previous)
-                            gram_order = _push(gram_order, n_grams, m - k + 1)
+                            prefix = push(prefix, n_grams, p)
+                            last = push(last, n_grams, x)
+                            suffix = push(suffix, n_grams, previous)
+                            gram_order = push(gram_order, n_grams, m - k + 1)
                             n_grams += 1
-                        gram_ids = _push(gram_ids, n_ids, gid)
+                        gram_ids = push(gram_ids, n_ids, gid)
                         n_ids += 1
                         if m - k + 1 <= keep:
                             h2 = gid  # the history after x: its last min(m + 1, keep) tokens
@@ -128,20 +118,20 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                 if t == _NONE:
                     t = n_exp
                     state_keys, state_values, n_state_keys = insert(state_keys, state_values, n_state_keys, key, t)
-                    orig = _push(orig, n_exp, d)
-                    hist = _push(hist, n_exp, h2)
-                    chain_next = _push(chain_next, n_exp, _NONE)
+                    orig = push(orig, n_exp, d)
+                    hist = push(hist, n_exp, h2)
+                    chain_next = push(chain_next, n_exp, _NONE)
                     if head[d] == _NONE:
                         head[d] = t
                     else:
                         chain_next[tail[d]] = t
                     tail[d] = t
                     n_exp += 1
-                src = _push(src, n_arcs, e)
-                dst = _push(dst, n_arcs, t)
-                cost = _push(cost, n_arcs, out_cost[i])
+                src = push(src, n_arcs, e)
+                dst = push(dst, n_arcs, t)
+                cost = push(cost, n_arcs, out_cost[i])
                 n_arcs += 1
-                gram_ptr = _push(gram_ptr, n_arcs, n_ids)
+                gram_ptr = push(gram_ptr, n_arcs, n_ids)
             e = chain_next[e]
     return (orig[:n_exp].copy(), src[:n_arcs].copy(), dst[:n_arcs].copy(), cost[:n_arcs].copy(),
             gram_ptr[:n_arcs + 1].copy(), gram_ids[:n_ids].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(),
@@ -175,11 +165,11 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
                 if g == _NONE:
                     g = n_grams
                     child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, g)
-                    prefix = _push(prefix, n_grams, node)
-                    last = _push(last, n_grams, x)
-                    gram_order = _push(gram_order, n_grams, n)
-                    values = _push(values, n_grams, 0.0)
-                    counted_by = _push(counted_by, n_grams, _NONE)
+                    prefix = push(prefix, n_grams, node)
+                    last = push(last, n_grams, x)
+                    gram_order = push(gram_order, n_grams, n)
+                    values = push(values, n_grams, 0.0)
+                    counted_by = push(counted_by, n_grams, _NONE)
                     n_grams += 1
                 if counted_by[g] != s:
                     counted_by[g] = s

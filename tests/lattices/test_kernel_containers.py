@@ -1,6 +1,8 @@
 import random
 
-from lattices.hash_table import insert, lookup, new_table
+import numpy as np
+
+from lattices.kernel_containers import insert, lookup, new_table, push
 
 
 def test_the_table_agrees_with_a_dict_through_growth_and_collisions():
@@ -19,3 +21,10 @@ def test_the_table_agrees_with_a_dict_through_growth_and_collisions():
     assert count == len(expected) and keys.size >= 2 * count
     assert all(lookup(keys, values, key) == value for key, value in expected.items())
     assert lookup(keys, values, 2 ** 62 + 7) == -1
+
+
+def test_push_grows_an_array_and_keeps_what_it_held():
+    array, values = np.empty(0, np.int64), list(range(100))
+    for size, value in enumerate(values):
+        array = push(array, size, value)
+    assert array[:100].tolist() == values and array.size >= 100

@@ -1,4 +1,8 @@
-"""An open-addressing hash table from non-negative int64 keys to int64 values, for numba kernels.
+"""Containers for numba kernels: growable arrays, and an open-addressing hash table from non-negative int64 keys to
+int64 values.
+
+    array = push(array, size, value)                   # array[size] = value, the array doubled when full
+
 
 numba's typed dictionary costs tens of nanoseconds per operation (reference counting, generic hashing); the
 kernels of :mod:`lattices.posterior_kernels` and :mod:`lattices.lmatrix_kernels` look up a key per n-gram window,
@@ -15,10 +19,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["new_table", "lookup", "insert"]
+__all__ = ["push", "new_table", "lookup", "insert"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(11400714819323198485)  # 2^64 / the golden ratio
+
+
+@njit(cache=True)
+def push(array: np.ndarray, size: int, value) -> np.ndarray:
+    """`array` with array[size] = value, grown (doubled) when full: size is the number of entries in use."""
+    if size == array.shape[0]:
+        bigger = np.empty(max(16, 2 * size), array.dtype)
+        bigger[:size] = array[:size]
+        array = bigger
+    array[size] = value
+    return array
 
 
 @njit(cache=True)
