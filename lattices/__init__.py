@@ -7,6 +7,8 @@ The path of a phrase-based lattice (docs/LATTICE_FORMAT.md) to the NMT decoder, 
 - :mod:`lattices.units`        word arcs -> BPE piece chains -> target vocabulary ids (<s>/</s>/OOV convention)
 - :mod:`lattices.determinize`  float64 determinisation, tropical (best derivation) or log (summed)
 - :mod:`lattices.nbest`        the K best unique strings, exactly
+- :mod:`lattices.openfst`      the same evidence space in C++ (OpenFst through pynini)
+- :mod:`lattices.path_kernels` compiled reading of OpenFst's n-shortest FST: strings, float32 costs, n-gram ids
 - :mod:`lattices.evidence`     the evidence space: semiring x (full lattice | n-best), path scale alpha
 - :mod:`lattices.posteriors`   the at-least-once forward algorithm, orders 1-4
 - :mod:`lattices.blackwood`    path-counting transducers (OpenFst): an independent check of the posteriors

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from lattices.determinize import SEMIRINGS, determinize
 from lattices.lattice import Lattice, from_paths
-from lattices.nbest import best_strings
-from lattices.openfst import ENGINES, openfst_best_strings, openfst_determinize, openfst_fits
+from lattices.nbest import StringArrays, best_strings
+from lattices.openfst import ENGINES, openfst_best_string_arrays, openfst_determinize, openfst_fits
 from lattices.pruning import BoundedSpace, determinize_within
 
-__all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "evidence_space", "nbest_strings",
-           "DEFAULT_MAX_STATES"]
+__all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "check_space", "evidence_space",
+           "nbest_string_arrays", "nbest_strings", "DEFAULT_MAX_STATES"]
 
 #: The default bound on a determinised full-lattice evidence space: about 2 GB in the forward pass of orders 1-4.
 DEFAULT_MAX_STATES = 100_000
@@ -37,12 +37,18 @@ DEFAULT_MAX_STATES = 100_000
 def nbest_strings(lattice: Lattice, k: int, semiring: str = "tropical", alpha: float = 1.0,
                   engine: str = "exact") -> list[tuple[tuple[int, ...], float]]:
     """The K best unique strings with their alpha-scaled costs under the semiring, best first."""
-    _check(semiring, engine)
+    return nbest_string_arrays(lattice, k, semiring, alpha, engine).as_list()
+
+
+def nbest_string_arrays(lattice: Lattice, k: int, semiring: str = "tropical", alpha: float = 1.0,
+                        engine: str = "exact") -> StringArrays:
+    """:func:`nbest_strings` as arrays."""
+    check_space(semiring, engine)
     if k <= 0:
         raise ValueError(f"the n-best size must be positive, not {k}")
     if engine == "openfst":
-        return openfst_best_strings(lattice.scaled(alpha), k, semiring)
-    return best_strings(determinize(lattice.scaled(alpha), semiring), k)
+        return openfst_best_string_arrays(lattice.scaled(alpha), k, semiring)
+    return StringArrays.from_list(best_strings(determinize(lattice.scaled(alpha), semiring), k))
 
 
 def evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: float = 1.0, nbest: int = 0,
@@ -54,7 +60,7 @@ def evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: float = 
 def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: float = 1.0, nbest: int = 0,
                            engine: str = "exact", max_states: int = 0) -> BoundedSpace:
     """:func:`evidence_space` and the margin a tropical full lattice was pruned to (inf: none; 0: no bound)."""
-    _check(semiring, engine)
+    check_space(semiring, engine)
     if nbest < 0:
         raise ValueError(f"nbest must be 0 (full lattice) or positive, not {nbest}")
     if nbest:
@@ -70,7 +76,8 @@ def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: 
     return BoundedSpace(scaled)
 
 
-def _check(semiring: str, engine: str = "exact") -> None:
+def check_space(semiring: str, engine: str = "exact") -> None:
+    """A ValueError unless the semiring and the engine are known."""
     if semiring not in SEMIRINGS:
         raise ValueError(f"unknown semiring {semiring!r}: choose one of {SEMIRINGS}")
     if engine not in ENGINES:

@@ -18,7 +18,7 @@ import struct
 import numpy as np
 from numba import njit
 
-__all__ = ["arrays_from_fst", "fst_from_arrays"]
+__all__ = ["arrays_from_fst", "fst_from_arrays", "standard_arrays"]
 
 _MAGIC = 2125659606
 _VERSION = 2
@@ -118,3 +118,52 @@ def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, 
     src = np.repeat(np.arange(num_states, dtype=np.int64), counts)
     return (int(num_states), int(start), src, arcs["next"].astype(np.int64), arcs["ilabel"].astype(np.int64),
             arcs["olabel"].astype(np.int64), arcs["weight"].astype(np.float64), final)
+
+
+def standard_arrays(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(num_states, start, src, dst, ilabel [A] int64, cost [A] float32, final [num_states] float32) of a pynini
+    FST with ``standard`` arcs, the weights as stored (no conversion), parsed in one compiled pass."""
+    if fst.arc_type() != "standard":
+        raise ValueError(f"standard_arrays reads standard arcs, not {fst.arc_type()!r}")
+    data = fst.write_to_string()
+    pos = 4
+    for _ in range(2):  # fst type, arc type
+        (length,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + length
+    _, flags, _, start, num_states, _ = struct.unpack_from("<iiQqqq", data, pos)
+    if flags & 0x3:
+        fst = fst.copy()
+        fst.set_input_symbols(None)
+        fst.set_output_symbols(None)
+        return standard_arrays(fst)
+    body = np.frombuffer(data, np.uint8)[pos + struct.calcsize("<iiQqqq"):].copy()  # 4-byte aligned
+    src, dst, label, cost, final = _parse_standard(body.view("<i4"), body.view("<f4"), int(num_states))
+    return int(num_states), int(start), src, dst, label, cost, final
+
+
+@njit(cache=True)
+def _parse_standard(words: np.ndarray, floats: np.ndarray, num_states: int):
+    """The arcs (src, dst, label [A] int64; cost [A] float32) and final costs [num_states] (float32) of a
+    ``standard`` FST body: per state a float32 final weight, an int64 arc count (two int32 words, little-endian)
+    and its arcs (int32 ilabel, int32 olabel, float32 weight, int32 next); ``words`` and ``floats`` are the same
+    bytes viewed as int32 and float32. Two passes: the arc count first, so the arrays are allocated once."""
+    n_arcs, w = 0, 0
+    for q in range(num_states):
+        count = np.int64(words[w + 1]) | (np.int64(words[w + 2]) << 32)
+        n_arcs += count
+        w += 3 + 4 * count
+    final = np.empty(num_states, np.float32)
+    src = np.empty(n_arcs, np.int64)
+    dst = np.empty(n_arcs, np.int64)
+    label = np.empty(n_arcs, np.int64)
+    cost = np.empty(n_arcs, np.float32)
+    e, w = 0, 0
+    for q in range(num_states):
+        final[q] = floats[w]
+        count = np.int64(words[w + 1]) | (np.int64(words[w + 2]) << 32)
+        w += 3
+        for _ in range(count):
+            src[e], label[e], cost[e], dst[e] = q, words[w], floats[w + 2], words[w + 3]
+            e += 1
+            w += 4
+    return src, dst, label, cost, final

@@ -14,12 +14,39 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from lattices.lattice import INF, Lattice
 
-__all__ = ["best_strings", "cost_to_go"]
+__all__ = ["StringArrays", "best_strings", "cost_to_go"]
+
+
+@dataclass(frozen=True)
+class StringArrays:
+    """An n-best list as arrays: string s is ``tokens[offsets[s]:offsets[s+1]]`` with cost ``costs[s]``
+    (tokens [T] int64, offsets [S+1] int64, costs [S] float64), best first."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    costs: np.ndarray
+
+    @classmethod
+    def from_list(cls, strings: Sequence[tuple[Sequence[int], float]]) -> "StringArrays":
+        lengths = np.fromiter((len(labels) for labels, _ in strings), np.int64, len(strings))
+        tokens = np.fromiter((x for labels, _ in strings for x in labels), np.int64, int(lengths.sum()))
+        costs = np.fromiter((cost for _, cost in strings), np.float64, len(strings))
+        return cls(tokens, np.concatenate(([0], np.cumsum(lengths))).astype(np.int64), costs)
+
+    def __len__(self) -> int:
+        return int(self.costs.size)
+
+    def as_list(self) -> list[tuple[tuple[int, ...], float]]:
+        """[(labels, cost)], best first."""
+        tokens, bounds = self.tokens.tolist(), self.offsets.tolist()
+        return [(tuple(tokens[bounds[s]:bounds[s + 1]]), cost) for s, cost in enumerate(self.costs.tolist())]
 
 
 def cost_to_go(lattice: Lattice) -> np.ndarray:

@@ -14,11 +14,19 @@ about 1e-5 (tested); strings whose costs tie within that resolution may come out
 """
 from __future__ import annotations
 
-import math
+from typing import NamedTuple
 
+import numpy as np
+
+from lattices.fst_binary import standard_arrays
 from lattices.lattice import Lattice
+from lattices.nbest import StringArrays
+from lattices.path_kernels import enumerate_paths, rank_strings, ranked_sums, take_strings
+from lattices.posterior_kernels import ngram_tokens
+from lattices.posteriors import NgramPosteriors
 
-__all__ = ["ENGINES", "openfst_best_strings", "openfst_determinize", "openfst_fits"]
+__all__ = ["ENGINES", "openfst_best_string_arrays", "openfst_best_strings", "openfst_determinize", "openfst_fits",
+           "openfst_nbest_posteriors"]
 
 ENGINES = ("exact", "openfst")
 
@@ -62,23 +70,67 @@ def openfst_determinize(lattice: Lattice, semiring: str) -> Lattice:
 
 def openfst_best_strings(lattice: Lattice, k: int, semiring: str) -> list[tuple[tuple[int, ...], float]]:
     """The K cheapest unique strings with their costs, cheapest first (ties: smaller label sequence first)."""
+    return openfst_best_string_arrays(lattice, k, semiring).as_list()
+
+
+def openfst_best_string_arrays(lattice: Lattice, k: int, semiring: str) -> StringArrays:
+    """:func:`openfst_best_strings` as arrays."""
+    best = _best_paths(lattice, k, semiring, 1)
+    if best is None:
+        return StringArrays.from_list([])
+    return StringArrays(*take_strings(best.tokens, best.offsets, best.ranked), best.costs)
+
+
+def openfst_nbest_posteriors(lattice: Lattice, k: int, semiring: str, order: int) -> NgramPosteriors:
+    """The n-gram posteriors (orders 1..order) of the K best unique strings, each with probability proportional to
+    exp(-cost): those of :func:`lattices.posteriors.string_posteriors` on :func:`openfst_best_strings`, bit for
+    bit, with the n-grams read from the n-shortest FST's shared prefixes."""
+    if order < 1:
+        raise ValueError(f"the n-gram order must be at least 1, not {order}")
+    best = _best_paths(lattice, k, semiring, order)
+    if best is None:
+        return NgramPosteriors.from_ngrams((), np.zeros(0), order)
+    weights = np.exp(best.costs.min() - best.costs)
+    weights /= weights.sum()
+    values = ranked_sums(best.grams, best.offsets, best.ranked, weights, best.prefix.size)
+    grams = ngram_tokens(best.prefix, best.last, best.gram_order, order)
+    ranked = np.lexsort([grams[:, n] for n in range(order - 1, -1, -1)] + [best.gram_order])
+    return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
+
+
+class _BestPaths(NamedTuple):
+    tokens: np.ndarray      # [T] every path's labels, path p = tokens[offsets[p]:offsets[p+1]]
+    offsets: np.ndarray     # [P+1]
+    ranked: np.ndarray      # [K] the K best paths, best first
+    costs: np.ndarray       # [K] their costs (float64), best first
+    grams: np.ndarray       # [T, order] the n-gram ids ending at each token (-1: none)
+    prefix: np.ndarray      # [G] the n-gram trie (lattices.posterior_kernels.ngram_tokens)
+    last: np.ndarray        # [G]
+    gram_order: np.ndarray  # [G]
+
+
+def _best_paths(lattice: Lattice, k: int, semiring: str, order: int) -> _BestPaths | None:
+    """The K best unique strings through OpenFst's n-shortest paths, read in compiled code
+    (:mod:`lattices.path_kernels`); None when the lattice has none. A cost is the float32 path sum as
+    ``fst.paths().weight()`` gives it, read back through its decimal form (9 significant digits, as OpenFst prints
+    it), so the costs and the order are those of the path iterator."""
     import pynini
 
     if k <= 0:
         raise ValueError(f"the n-best size must be positive, not {k}")
     if lattice.num_states == 0:
-        return []
+        return None
     fst = _prepared(lattice, semiring)
     if semiring == "tropical":
         best = pynini.shortestpath(fst, nshortest=k, unique=True)
     else:
         dfa = pynini.arcmap(pynini.determinize(fst, delta=_DELTA), map_type="to_std")
         best = pynini.shortestpath(dfa, nshortest=k)
-    strings: list[tuple[tuple[int, ...], float]] = []
-    paths = best.paths()
-    while not paths.done():
-        cost = float(paths.weight().to_string()) if best.num_states() else math.inf
-        strings.append((tuple(x for x in paths.ilabels() if x), cost))
-        paths.next()
-    strings.sort(key=lambda sc: (sc[1], sc[0]))
-    return strings[:k]
+    if best.num_states() == 0:
+        return None
+    tokens, offsets, costs32, grams, prefix, last, gram_order = enumerate_paths(*standard_arrays(best), order)
+    if costs32.size == 0:
+        return None
+    ranked = rank_strings(tokens, offsets, costs32)[:k]
+    costs = np.asarray([float(f"{c:.9g}") for c in costs32[ranked].tolist()], np.float64)
+    return _BestPaths(tokens, offsets, ranked, costs, grams, prefix, last, gram_order)

@@ -33,6 +33,7 @@ import numpy as np
 
 from lattices import posterior_kernels as kernels
 from lattices.lattice import Lattice
+from lattices.nbest import StringArrays
 
 __all__ = ["NgramPosteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors", "string_posteriors",
            "MAX_ORDER"]
@@ -118,7 +119,8 @@ def _int64(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, np.int64)
 
 
-def string_posteriors(strings: Sequence[tuple[Sequence[int], float]], order: int = MAX_ORDER) -> NgramPosteriors:
+def string_posteriors(strings: Sequence[tuple[Sequence[int], float]] | StringArrays,
+                      order: int = MAX_ORDER) -> NgramPosteriors:
     """Posteriors over an n-best list of unique strings, each with probability proportional to exp(-cost).
 
     The direct sum p(u) = sum of P(s) over the strings s that contain u: what the forward algorithm computes on
@@ -127,15 +129,13 @@ def string_posteriors(strings: Sequence[tuple[Sequence[int], float]], order: int
     """
     if not 1 <= order:
         raise ValueError(f"the n-gram order must be at least 1, not {order}")
-    if not strings:
+    if not isinstance(strings, StringArrays):
+        strings = StringArrays.from_list(strings)
+    if not len(strings):
         return NgramPosteriors.from_ngrams((), np.zeros(0), order)
-    costs = np.asarray([cost for _, cost in strings], np.float64)
-    weights = np.exp(costs.min() - costs)
+    weights = np.exp(strings.costs.min() - strings.costs)
     weights /= weights.sum()
-    lengths = np.asarray([len(labels) for labels, _ in strings], np.int64)
-    tokens = np.fromiter((x for labels, _ in strings for x in labels), np.int64, int(lengths.sum()))
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    values, prefix, last, gram_order = kernels.string_sums(tokens, offsets, weights, order)
+    values, prefix, last, gram_order = kernels.string_sums(strings.tokens, strings.offsets, weights, order)
     grams = kernels.ngram_tokens(prefix, last, gram_order, order)
     ranked = np.lexsort([grams[:, k] for k in range(order - 1, -1, -1)] + [gram_order])
     return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
@@ -158,9 +158,13 @@ def ngram_posteriors(lattice: Lattice, order: int = MAX_ORDER, alpha: float = 1.
     or ``openfst`` (C++, float32 tropical costs; :mod:`lattices.openfst`); ``max_states``: the bound on a
     determinised tropical full lattice (0: none), past which it is pruned (the margin is in the result).
     """
-    from lattices.evidence import bounded_evidence_space, nbest_strings
+    from lattices.evidence import bounded_evidence_space, check_space, nbest_string_arrays
+    from lattices.openfst import openfst_nbest_posteriors
 
+    check_space(semiring, engine)
+    if nbest and engine == "openfst":
+        return openfst_nbest_posteriors(lattice.scaled(alpha), nbest, semiring, order)
     if nbest:
-        return string_posteriors(nbest_strings(lattice, nbest, semiring, alpha, engine), order)
+        return string_posteriors(nbest_string_arrays(lattice, nbest, semiring, alpha, engine), order)
     space = bounded_evidence_space(lattice, semiring=semiring, alpha=alpha, engine=engine, max_states=max_states)
     return replace(forward_posteriors(space.lattice, order), margin=space.margin)
