@@ -1,39 +1,44 @@
 """Containers for numba kernels: growable arrays, and an open-addressing hash table from non-negative int64 keys to
 int64 values.
 
-    array = push(array, size, value)                   # array[size] = value, the array doubled when full
+A kernel reserves room once per outer step (a lattice state, a string, a row) for everything that step can add,
+then writes in place: a call that may replace an array inside the hottest loop costs reference counting on every
+call (a growable-array "push" per entry made the kernels 2-10x slower).
 
+    array = room(array, needed)                        # the array, or a larger copy, with room for `needed` entries
 
 numba's typed dictionary costs tens of nanoseconds per operation (reference counting, generic hashing); the
-kernels of :mod:`lattices.posterior_kernels` and :mod:`lattices.lmatrix_kernels` look up a key per n-gram window,
-so they use this instead: two arrays (keys, -1 where empty; values), linear probing from a Fibonacci hash, the
-capacity a power of two kept at least twice the number of entries. The arrays are passed around and returned like
-numpy arrays (a function that may grow the table returns the new ones).
+kernels of :mod:`lattices.posterior_kernels`, :mod:`lattices.lmatrix_kernels` and :mod:`lattices.path_kernels`
+look up a key per n-gram window, so they use this instead: two arrays (keys, -1 where empty; values), linear
+probing from a Fibonacci hash, the capacity a power of two kept at least twice the number of entries.
 
-    keys, values = new_table(expected)
+    keys, values = new_table(expected)                 # room for `expected` entries
+    keys, values = table_room(keys, values, needed)    # the table, or a rehashed larger copy, with room for `needed`
     value = lookup(keys, values, key)                  # -1 when absent
-    keys, values, count = insert(keys, values, count, key, value)   # key must be absent
+    set_new(keys, values, key, value)                  # key absent; in place, so there must be room for it
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-__all__ = ["push", "new_table", "lookup", "insert"]
+__all__ = ["room", "new_table", "table_room", "lookup", "set_new"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(11400714819323198485)  # 2^64 / the golden ratio
 
 
 @njit(cache=True)
-def push(array: np.ndarray, size: int, value) -> np.ndarray:
-    """`array` with array[size] = value, grown (doubled) when full: size is the number of entries in use."""
-    if size == array.shape[0]:
-        bigger = np.empty(max(16, 2 * size), array.dtype)
-        bigger[:size] = array[:size]
-        array = bigger
-    array[size] = value
-    return array
+def room(array: np.ndarray, needed: int) -> np.ndarray:
+    """`array`, or a copy doubled until it holds `needed` entries along its first axis."""
+    if needed <= array.shape[0]:
+        return array
+    size = max(16, array.shape[0])
+    while size < needed:
+        size *= 2
+    bigger = np.empty((size,) + array.shape[1:], array.dtype)
+    bigger[:array.shape[0]] = array
+    return bigger
 
 
 @njit(cache=True)
@@ -63,17 +68,26 @@ def lookup(keys: np.ndarray, values: np.ndarray, key: int) -> int:
 
 
 @njit(cache=True)
-def insert(keys: np.ndarray, values: np.ndarray, count: int, key: int, value: int
-           ) -> tuple[np.ndarray, np.ndarray, int]:
-    """The table with `key` -> `value` added (`key` absent, non-negative), grown when half full; and the new count."""
-    if 2 * (count + 1) > keys.size:
-        bigger_keys = np.full(2 * keys.size, _EMPTY, np.int64)
-        bigger_values = np.empty(2 * keys.size, np.int64)
-        for i in range(keys.size):
-            if keys[i] != _EMPTY:
-                slot = _slot(bigger_keys, keys[i])
-                bigger_keys[slot], bigger_values[slot] = keys[i], values[i]
-        keys, values = bigger_keys, bigger_values
+def table_room(keys: np.ndarray, values: np.ndarray, needed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The table, or a copy rehashed into a larger capacity, with room for `needed` entries in all."""
+    if 2 * needed <= keys.size:
+        return keys, values
+    capacity = keys.size
+    while capacity < 2 * needed:
+        capacity *= 2
+    bigger_keys = np.full(capacity, _EMPTY, np.int64)
+    bigger_values = np.empty(capacity, np.int64)
+    for i in range(keys.size):
+        if keys[i] != _EMPTY:
+            slot = _slot(bigger_keys, keys[i])
+            bigger_keys[slot], bigger_values[slot] = keys[i], values[i]
+    return bigger_keys, bigger_values
+
+
+@njit(cache=True)
+def set_new(keys: np.ndarray, values: np.ndarray, key: int, value: int) -> None:
+    """`key` -> `value` added in place (`key` absent, non-negative); the table must have room for it
+    (:func:`new_table` or :func:`table_room` with at least the number of entries after this one), as it does not
+    grow."""
     slot = _slot(keys, key)
     keys[slot], values[slot] = key, value
-    return keys, values, count + 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lattices.kernel_containers import insert, lookup, new_table, push
+from lattices.kernel_containers import lookup, new_table, room, set_new
 
 __all__ = ["LMatrixTables", "lmatrix_tables"]
 
@@ -78,11 +78,11 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
     """
     n_grams = lengths.size
     base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
-    child_keys, child_values = new_table(2 * tokens.size)
-    n_children = 0
-    node_gram = np.full(16, _NONE, np.int64)  # the n-gram of each trie node (-1: a prefix only)
-    node_parent = np.empty(16, np.int64)
-    node_token = np.empty(16, np.int64)
+    max_nodes = max(int(lengths.sum()), 1)  # each n-gram adds at most its length in nodes: no growing below
+    child_keys, child_values = new_table(max_nodes)
+    node_gram = np.full(max_nodes, _NONE, np.int64)  # the n-gram of each trie node (-1: a prefix only)
+    node_parent = np.empty(max_nodes, np.int64)
+    node_token = np.empty(max_nodes, np.int64)
     n_nodes = 0
     gram_node = np.empty(n_grams, np.int64)
     for g in range(n_grams):
@@ -92,10 +92,9 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
             child = lookup(child_keys, child_values, key)
             if child == _NONE:
                 child = n_nodes
-                child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, child)
-                node_gram = push(node_gram, n_nodes, _NONE)
-                node_parent = push(node_parent, n_nodes, node)
-                node_token = push(node_token, n_nodes, tokens[g, k])
+                set_new(child_keys, child_values, key, child)
+                node_parent[n_nodes] = node
+                node_token[n_nodes] = tokens[g, k]
                 n_nodes += 1
             node = child
         node_gram[node] = g
@@ -165,9 +164,10 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     n_touched += 1
                 accumulated[y] += weight * values[g]
         ys = np.sort(touched[:n_touched])
+        hi_tokens = room(hi_tokens, n_hi + ys.size)
+        hi_values = room(hi_values, n_hi + ys.size)
         for y in ys:
-            hi_tokens = push(hi_tokens, n_hi, y)
-            hi_values = push(hi_values, n_hi, accumulated[y])
+            hi_tokens[n_hi], hi_values[n_hi] = y, accumulated[y]
             n_hi += 1
         hi_indptr[i + 1] = n_hi
         # exceptions: the longest suffix s (1..M-1 tokens) with s y a row
@@ -186,10 +186,11 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     touched[n_found] = y
                     n_found += 1
         ys = np.sort(touched[:n_found])
+        trans_rows = room(trans_rows, n_trans + ys.size)
+        trans_tokens = room(trans_tokens, n_trans + ys.size)
+        trans_next = room(trans_next, n_trans + ys.size)
         for y in ys:
-            trans_rows = push(trans_rows, n_trans, i)
-            trans_tokens = push(trans_tokens, n_trans, y)
-            trans_next = push(trans_next, n_trans, found_row[y])
+            trans_rows[n_trans], trans_tokens[n_trans], trans_next[n_trans] = i, y, found_row[y]
             n_trans += 1
     return (_NONE, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),
             trans_tokens[:n_trans].copy(), trans_next[:n_trans].copy())

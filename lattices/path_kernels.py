@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lattices.kernel_containers import lookup, new_table, set_new
+
 _NONE = -1
-_GOLDEN = np.uint64(11400714819323198485)  # 2^64 / the golden ratio (Fibonacci hashing)
 
 __all__ = ["enumerate_paths", "rank_strings", "ranked_sums", "take_strings"]
 
@@ -77,12 +78,7 @@ def enumerate_paths(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
     grams = np.empty((n_tokens, width), np.int64)
     offsets = np.zeros(n_paths + 1, np.int64)
     costs = np.empty(n_paths, np.float32)
-    capacity = 16
-    while capacity < 2 * n_tokens * width:
-        capacity *= 2
-    mask = capacity - 1
-    keys = np.full(capacity, _NONE, np.int64)  # (prefix id + 1) * base + token -> n-gram id; open addressing
-    ids = np.empty(capacity, np.int64)
+    keys, ids = new_table(n_tokens * width)  # (prefix id + 1) * base + token -> n-gram id
     prefix = np.empty(n_tokens * width, np.int64)
     last = np.empty(n_tokens * width, np.int64)
     gram_order = np.empty(n_tokens * width, np.int64)
@@ -120,14 +116,13 @@ def enumerate_paths(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
                     stack_gram[depth + 1, n] = _NONE
                     continue
                 key = (parent + 1) * base + x
-                slot = int((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-                while keys[slot] != _NONE and keys[slot] != key:
-                    slot = (slot + 1) & mask
-                if keys[slot] == _NONE:
-                    keys[slot], ids[slot] = key, n_grams
+                g = lookup(keys, ids, key)
+                if g == _NONE:
+                    g = n_grams
+                    set_new(keys, ids, key, g)
                     prefix[n_grams], last[n_grams], gram_order[n_grams] = parent, x, n + 1
                     n_grams += 1
-                stack_gram[depth + 1, n] = ids[slot]
+                stack_gram[depth + 1, n] = g
             depth += 1
             state, next_arc = dst[e], first[dst[e]]
         elif depth == 0:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lattices.kernel_containers import insert, lookup, new_table, push
+from lattices.kernel_containers import lookup, new_table, room, set_new, table_room
 
 __all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
 
@@ -51,10 +51,8 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     """
     keep = order - 1
     base = np.int64(out_label.max()) + 1 if out_label.size else np.int64(1)
-    child_keys, child_values = new_table(4 * out_dst.size)
-    n_children = 0
-    state_keys, state_values = new_table(2 * num_states)
-    n_state_keys = 0
+    child_keys, child_values = new_table(4 * out_dst.size)  # one entry per n-gram
+    state_keys, state_values = new_table(2 * num_states)  # one entry per expanded state
     prefix = np.empty(64, np.int64)
     last = np.empty(64, np.int64)
     suffix = np.empty(64, np.int64)
@@ -67,7 +65,7 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     tail = np.full(num_states, _NONE, np.int64)
     orig[0], hist[0], chain_next[0] = 0, _NONE, _NONE
     head[0] = tail[0] = 0
-    state_keys, state_values, n_state_keys = insert(state_keys, state_values, n_state_keys, 0, 0)
+    set_new(state_keys, state_values, 0, 0)
     # state key: (hist + 1) * num_states + state
     n_exp = 1
     src = np.empty(64, np.int64)
@@ -88,6 +86,22 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                 suffixes[m] = g
                 m += 1
                 g = suffix[g]
+            # room for what this state's arcs can add: an arc, an expanded state and m + 1 n-grams each
+            fan = out_ptr[q + 1] - out_ptr[q]
+            child_keys, child_values = table_room(child_keys, child_values, n_grams + fan * (m + 1))
+            state_keys, state_values = table_room(state_keys, state_values, n_exp + fan)
+            prefix = room(prefix, n_grams + fan * (m + 1))
+            last = room(last, n_grams + fan * (m + 1))
+            suffix = room(suffix, n_grams + fan * (m + 1))
+            gram_order = room(gram_order, n_grams + fan * (m + 1))
+            gram_ids = room(gram_ids, n_ids + fan * (m + 1))
+            orig = room(orig, n_exp + fan)
+            hist = room(hist, n_exp + fan)
+            chain_next = room(chain_next, n_exp + fan)
+            src = room(src, n_arcs + fan)
+            dst = room(dst, n_arcs + fan)
+            cost = room(cost, n_arcs + fan)
+            gram_ptr = room(gram_ptr, n_arcs + fan + 1)
             for i in range(out_ptr[q], out_ptr[q + 1]):
                 x = out_label[i]
                 h2 = h
@@ -100,14 +114,11 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                         gid = lookup(child_keys, child_values, key)
                         if gid == _NONE:
                             gid = n_grams
-                            child_keys, child_values, n_children = insert(child_keys, child_values, n_children,
-                                                                          key, gid)
-                            prefix = push(prefix, n_grams, p)
-                            last = push(last, n_grams, x)
-                            suffix = push(suffix, n_grams, previous)
-                            gram_order = push(gram_order, n_grams, m - k + 1)
+                            set_new(child_keys, child_values, key, gid)
+                            prefix[n_grams], last[n_grams], suffix[n_grams] = p, x, previous
+                            gram_order[n_grams] = m - k + 1
                             n_grams += 1
-                        gram_ids = push(gram_ids, n_ids, gid)
+                        gram_ids[n_ids] = gid
                         n_ids += 1
                         if m - k + 1 <= keep:
                             h2 = gid  # the history after x: its last min(m + 1, keep) tokens
@@ -117,21 +128,17 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                 t = lookup(state_keys, state_values, key)
                 if t == _NONE:
                     t = n_exp
-                    state_keys, state_values, n_state_keys = insert(state_keys, state_values, n_state_keys, key, t)
-                    orig = push(orig, n_exp, d)
-                    hist = push(hist, n_exp, h2)
-                    chain_next = push(chain_next, n_exp, _NONE)
+                    set_new(state_keys, state_values, key, t)
+                    orig[n_exp], hist[n_exp], chain_next[n_exp] = d, h2, _NONE
                     if head[d] == _NONE:
                         head[d] = t
                     else:
                         chain_next[tail[d]] = t
                     tail[d] = t
                     n_exp += 1
-                src = push(src, n_arcs, e)
-                dst = push(dst, n_arcs, t)
-                cost = push(cost, n_arcs, out_cost[i])
+                src[n_arcs], dst[n_arcs], cost[n_arcs] = e, t, out_cost[i]
                 n_arcs += 1
-                gram_ptr = push(gram_ptr, n_arcs, n_ids)
+                gram_ptr[n_arcs] = n_ids
             e = chain_next[e]
     return (orig[:n_exp].copy(), src[:n_arcs].copy(), dst[:n_arcs].copy(), cost[:n_arcs].copy(),
             gram_ptr[:n_arcs + 1].copy(), gram_ids[:n_ids].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(),
@@ -147,7 +154,6 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
     """
     base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
     child_keys, child_values = new_table(2 * tokens.size)
-    n_children = 0
     prefix = np.empty(64, np.int64)
     last = np.empty(64, np.int64)
     gram_order = np.empty(64, np.int64)
@@ -156,6 +162,10 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
     n_grams = 0
     for s in range(offsets.size - 1):
         lo, hi = offsets[s], offsets[s + 1]
+        needed = n_grams + (hi - lo) * order  # room for every n-gram this string can add
+        child_keys, child_values = table_room(child_keys, child_values, needed)
+        prefix, last, gram_order = room(prefix, needed), room(last, needed), room(gram_order, needed)
+        values, counted_by = room(values, needed), room(counted_by, needed)
         for i in range(lo, hi):
             node = _NONE
             for n in range(1, min(order, hi - i) + 1):
@@ -164,12 +174,9 @@ def string_sums(tokens: np.ndarray, offsets: np.ndarray, weights: np.ndarray, or
                 g = lookup(child_keys, child_values, key)
                 if g == _NONE:
                     g = n_grams
-                    child_keys, child_values, n_children = insert(child_keys, child_values, n_children, key, g)
-                    prefix = push(prefix, n_grams, node)
-                    last = push(last, n_grams, x)
-                    gram_order = push(gram_order, n_grams, n)
-                    values = push(values, n_grams, 0.0)
-                    counted_by = push(counted_by, n_grams, _NONE)
+                    set_new(child_keys, child_values, key, g)
+                    prefix[n_grams], last[n_grams], gram_order[n_grams] = node, x, n
+                    values[n_grams], counted_by[n_grams] = 0.0, _NONE
                     n_grams += 1
                 if counted_by[g] != s:
                     counted_by[g] = s
