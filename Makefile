@@ -12,9 +12,10 @@ ARGS ?=
 VENV_STAMP := $(VENV)/.installed
 KENLM_STAMP := $(TOOLS)/kenlm/bin/lmplz
 EFLOMAL_STAMP := $(TOOLS)/eflomal/bin/eflomal
+KERNELS_STAMP := $(VENV)/.numba-kernels
 
 .PHONY: install reproduce test clean-work system
-install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP)
+install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP)
 
 system:
 	@scripts/install-system.sh
@@ -31,6 +32,12 @@ $(KENLM_STAMP): constraints.txt | system $(VENV_STAMP)
 
 $(EFLOMAL_STAMP): constraints.txt scripts/build-eflomal.sh | system $(VENV_STAMP)
 	@scripts/build-eflomal.sh $(TOOLS) $(VENV)/bin/python
+
+# numba's cache of a compiled kernel is keyed on the kernel's own file only, yet the helpers it calls from
+# lattices/kernel_containers.py are compiled into it (numba issue 1833): when they change, drop every cached kernel.
+$(KERNELS_STAMP): lattices/kernel_containers.py | $(VENV_STAMP)
+	@find lattices -name '*.nbi' -delete -o -name '*.nbc' -delete
+	@touch $@
 
 reproduce: install
 	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) --workers $(WORKERS) $(ARGS)

@@ -16,6 +16,9 @@ probing from a Fibonacci hash, the capacity a power of two kept at least twice t
     keys, values = table_room(keys, values, needed)    # the table, or a rehashed larger copy, with room for `needed`
     value = lookup(keys, values, key)                  # -1 when absent
     set_new(keys, values, key, value)                  # key absent; in place, so there must be room for it
+
+numba compiles these helpers into each kernel that calls them, and caches that kernel under its own file only
+(numba issue 1833): the Makefile's install drops the cached kernels whenever this file changes.
 """
 from __future__ import annotations
 
