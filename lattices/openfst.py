@@ -21,12 +21,10 @@ import numpy as np
 from lattices.fst_binary import standard_arrays
 from lattices.lattice import Lattice
 from lattices.nbest import StringArrays
-from lattices.path_kernels import enumerate_paths, rank_strings, ranked_sums, take_strings
-from lattices.posterior_kernels import ngram_tokens
-from lattices.posteriors import NgramPosteriors
+from lattices.path_kernels import enumerate_paths, rank_strings, take_strings
 
-__all__ = ["ENGINES", "openfst_best_string_arrays", "openfst_best_strings", "openfst_determinize", "openfst_fits",
-           "openfst_nbest_posteriors"]
+__all__ = ["ENGINES", "BestPaths", "openfst_best_paths", "openfst_best_string_arrays", "openfst_best_strings",
+           "openfst_determinize", "openfst_fits"]
 
 ENGINES = ("exact", "openfst")
 
@@ -75,30 +73,15 @@ def openfst_best_strings(lattice: Lattice, k: int, semiring: str) -> list[tuple[
 
 def openfst_best_string_arrays(lattice: Lattice, k: int, semiring: str) -> StringArrays:
     """:func:`openfst_best_strings` as arrays."""
-    best = _best_paths(lattice, k, semiring, 1)
+    best = openfst_best_paths(lattice, k, semiring, 1)
     if best is None:
         return StringArrays.from_list([])
     return StringArrays(*take_strings(best.tokens, best.offsets, best.ranked), best.costs)
 
 
-def openfst_nbest_posteriors(lattice: Lattice, k: int, semiring: str, order: int) -> NgramPosteriors:
-    """The n-gram posteriors (orders 1..order) of the K best unique strings, each with probability proportional to
-    exp(-cost): those of :func:`lattices.posteriors.string_posteriors` on :func:`openfst_best_strings`, bit for
-    bit, with the n-grams read from the n-shortest FST's shared prefixes."""
-    if order < 1:
-        raise ValueError(f"the n-gram order must be at least 1, not {order}")
-    best = _best_paths(lattice, k, semiring, order)
-    if best is None:
-        return NgramPosteriors.from_ngrams((), np.zeros(0), order)
-    weights = np.exp(best.costs.min() - best.costs)
-    weights /= weights.sum()
-    values = ranked_sums(best.grams, best.offsets, best.ranked, weights, best.prefix.size)
-    grams = ngram_tokens(best.prefix, best.last, best.gram_order, order)
-    ranked = np.lexsort([grams[:, n] for n in range(order - 1, -1, -1)] + [best.gram_order])
-    return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
+class BestPaths(NamedTuple):
+    """The K best unique strings of a lattice as OpenFst's n-shortest FST holds them, with their n-grams."""
 
-
-class _BestPaths(NamedTuple):
     tokens: np.ndarray      # [T] every path's labels, path p = tokens[offsets[p]:offsets[p+1]]
     offsets: np.ndarray     # [P+1]
     ranked: np.ndarray      # [K] the K best paths, best first
@@ -109,7 +92,7 @@ class _BestPaths(NamedTuple):
     gram_order: np.ndarray  # [G]
 
 
-def _best_paths(lattice: Lattice, k: int, semiring: str, order: int) -> _BestPaths | None:
+def openfst_best_paths(lattice: Lattice, k: int, semiring: str, order: int) -> BestPaths | None:
     """The K best unique strings through OpenFst's n-shortest paths, read in compiled code
     (:mod:`lattices.path_kernels`); None when the lattice has none. A cost is the float32 path sum as
     ``fst.paths().weight()`` gives it, read back through its decimal form (9 significant digits, as OpenFst prints
@@ -133,4 +116,4 @@ def _best_paths(lattice: Lattice, k: int, semiring: str, order: int) -> _BestPat
         return None
     ranked = rank_strings(tokens, offsets, costs32)[:k]
     costs = np.asarray([float(f"{c:.9g}") for c in costs32[ranked].tolist()], np.float64)
-    return _BestPaths(tokens, offsets, ranked, costs, grams, prefix, last, gram_order)
+    return BestPaths(tokens, offsets, ranked, costs, grams, prefix, last, gram_order)

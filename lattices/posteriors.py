@@ -27,16 +27,20 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from lattices import posterior_kernels as kernels
 from lattices.lattice import Lattice
 from lattices.nbest import StringArrays
+from lattices.path_kernels import ranked_sums
 
-__all__ = ["NgramPosteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors", "string_posteriors",
-           "MAX_ORDER"]
+if TYPE_CHECKING:
+    from lattices.openfst import BestPaths
+
+__all__ = ["NgramPosteriors", "best_path_posteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors",
+           "string_posteriors", "MAX_ORDER"]
 
 MAX_ORDER = 4
 
@@ -141,6 +145,21 @@ def string_posteriors(strings: Sequence[tuple[Sequence[int], float]] | StringArr
     return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
 
 
+def best_path_posteriors(best: BestPaths | None, order: int) -> NgramPosteriors:
+    """The posteriors of OpenFst's K best strings (:func:`lattices.openfst.openfst_best_paths`, n-grams up to
+    `order`), each with probability proportional to exp(-cost): those of :func:`string_posteriors` on the same
+    strings, bit for bit (the same sums, added in rank order), with the n-grams read from the FST's shared
+    prefixes."""
+    if best is None:
+        return NgramPosteriors.from_ngrams((), np.zeros(0), order)
+    weights = np.exp(best.costs.min() - best.costs)
+    weights /= weights.sum()
+    values = ranked_sums(best.grams, best.offsets, best.ranked, weights, best.prefix.size)
+    grams = kernels.ngram_tokens(best.prefix, best.last, best.gram_order, order)
+    ranked = np.lexsort([grams[:, n] for n in range(order - 1, -1, -1)] + [best.gram_order])
+    return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
+
+
 def format_posteriors(posteriors: NgramPosteriors, symbols: Mapping[int, str] | None = None) -> list[str]:
     """Human-readable ``posterior<TAB>n-gram`` lines: by order, then by falling posterior; n-grams as symbols when
     a table is given (ids missing from it, and all ids without one, as integers)."""
@@ -159,11 +178,13 @@ def ngram_posteriors(lattice: Lattice, order: int = MAX_ORDER, alpha: float = 1.
     determinised tropical full lattice (0: none), past which it is pruned (the margin is in the result).
     """
     from lattices.evidence import bounded_evidence_space, check_space, nbest_string_arrays
-    from lattices.openfst import openfst_nbest_posteriors
+    from lattices.openfst import openfst_best_paths
 
     check_space(semiring, engine)
     if nbest and engine == "openfst":
-        return openfst_nbest_posteriors(lattice.scaled(alpha), nbest, semiring, order)
+        if order < 1:
+            raise ValueError(f"the n-gram order must be at least 1, not {order}")
+        return best_path_posteriors(openfst_best_paths(lattice.scaled(alpha), nbest, semiring, order), order)
     if nbest:
         return string_posteriors(nbest_string_arrays(lattice, nbest, semiring, alpha, engine), order)
     space = bounded_evidence_space(lattice, semiring=semiring, alpha=alpha, engine=engine, max_states=max_states)

@@ -7,7 +7,7 @@ import pytest
 
 from lattices.fst_binary import arrays_from_fst, standard_arrays
 from lattices.lattice import Lattice
-from lattices.openfst import openfst_best_strings, openfst_nbest_posteriors
+from lattices.openfst import openfst_best_paths, openfst_best_strings
 from lattices.path_kernels import enumerate_paths
 from lattices.posteriors import ngram_posteriors, string_posteriors
 from tests.lattices.helpers import random_fst
@@ -90,11 +90,12 @@ def test_nbest_posteriors_from_the_fst_equal_the_direct_sum_over_strings_bit_for
 
 def test_nbest_posteriors_of_an_empty_lattice_and_bad_arguments():
     empty = Lattice.empty()
-    assert openfst_nbest_posteriors(empty, 5, "tropical", 4).values.size == 0
+    assert openfst_best_paths(empty, 5, "tropical", 4) is None
+    assert ngram_posteriors(empty, 4, nbest=5, engine="openfst").values.size == 0
     lattice = Lattice.from_fst(random_fst(random.Random(1)))
     with pytest.raises(ValueError, match="n-best size must be positive"):
-        openfst_nbest_posteriors(lattice, 0, "tropical", 4)
+        openfst_best_paths(lattice, 0, "tropical", 4)
     with pytest.raises(ValueError, match="order must be at least 1"):
-        openfst_nbest_posteriors(lattice, 3, "tropical", 0)
+        ngram_posteriors(lattice, 0, nbest=3, engine="openfst")
     with pytest.raises(ValueError, match="unknown semiring"):
         ngram_posteriors(lattice, 4, nbest=3, semiring="real", engine="openfst")
