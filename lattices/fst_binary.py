@@ -89,24 +89,29 @@ def _state_layout(raw: np.ndarray, pos: int, num_states: int, weight_size: int, 
     return first, counts
 
 
-def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                  np.ndarray]:
-    """(num_states, start, src, dst, ilabel, olabel, cost, final) of a pynini FST (costs as float64)."""
-    arc_type = fst.arc_type()
-    if arc_type not in _WEIGHT:
-        raise ValueError(f"unsupported arc type {arc_type!r}: one of {sorted(_WEIGHT)}")
+def _binary(fst) -> tuple[bytes, int, int, int]:
+    """(the FST's bytes without symbol tables, the position of its first state, start, number of states)."""
     data = fst.write_to_string()
     pos = 4
     for _ in range(2):  # fst type, arc type
         (length,) = struct.unpack_from("<i", data, pos)
         pos += 4 + length
     _, flags, _, start, num_states, _ = struct.unpack_from("<iiQqqq", data, pos)
-    pos += struct.calcsize("<iiQqqq")
-    if flags & 0x3:
+    if flags & 0x3:  # symbol tables follow the header: write a copy without them
         fst = fst.copy()
         fst.set_input_symbols(None)
         fst.set_output_symbols(None)
-        return arrays_from_fst(fst)
+        return _binary(fst)
+    return data, pos + struct.calcsize("<iiQqqq"), int(start), int(num_states)
+
+
+def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                  np.ndarray]:
+    """(num_states, start, src, dst, ilabel, olabel, cost, final) of a pynini FST (costs as float64)."""
+    arc_type = fst.arc_type()
+    if arc_type not in _WEIGHT:
+        raise ValueError(f"unsupported arc type {arc_type!r}: one of {sorted(_WEIGHT)}")
+    data, pos, start, num_states = _binary(fst)
     weight = _WEIGHT[arc_type]
     arc = _arc_dtype(weight)
     first, counts = _state_layout(np.frombuffer(data, np.uint8), pos, num_states, weight.itemsize, arc.itemsize)
@@ -116,7 +121,7 @@ def arrays_from_fst(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, 
     starts = _arc_positions(first, counts, arc.itemsize)
     arcs = raw[starts[:, None] + np.arange(arc.itemsize)].reshape(-1).view(arc)
     src = np.repeat(np.arange(num_states, dtype=np.int64), counts)
-    return (int(num_states), int(start), src, arcs["next"].astype(np.int64), arcs["ilabel"].astype(np.int64),
+    return (num_states, start, src, arcs["next"].astype(np.int64), arcs["ilabel"].astype(np.int64),
             arcs["olabel"].astype(np.int64), arcs["weight"].astype(np.float64), final)
 
 
@@ -125,20 +130,10 @@ def standard_arrays(fst) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, 
     FST with ``standard`` arcs, the weights as stored (no conversion), parsed in one compiled pass."""
     if fst.arc_type() != "standard":
         raise ValueError(f"standard_arrays reads standard arcs, not {fst.arc_type()!r}")
-    data = fst.write_to_string()
-    pos = 4
-    for _ in range(2):  # fst type, arc type
-        (length,) = struct.unpack_from("<i", data, pos)
-        pos += 4 + length
-    _, flags, _, start, num_states, _ = struct.unpack_from("<iiQqqq", data, pos)
-    if flags & 0x3:
-        fst = fst.copy()
-        fst.set_input_symbols(None)
-        fst.set_output_symbols(None)
-        return standard_arrays(fst)
-    body = np.frombuffer(data, np.uint8)[pos + struct.calcsize("<iiQqqq"):].copy()  # 4-byte aligned
-    src, dst, label, cost, final = _parse_standard(body.view("<i4"), body.view("<f4"), int(num_states))
-    return int(num_states), int(start), src, dst, label, cost, final
+    data, pos, start, num_states = _binary(fst)
+    body = np.frombuffer(data, np.uint8)[pos:].copy()  # 4-byte aligned
+    src, dst, label, cost, final = _parse_standard(body.view("<i4"), body.view("<f4"), num_states)
+    return num_states, start, src, dst, label, cost, final
 
 
 @njit(cache=True)

@@ -137,12 +137,9 @@ def string_posteriors(strings: Sequence[tuple[Sequence[int], float]] | StringArr
         strings = StringArrays.from_list(strings)
     if not len(strings):
         return NgramPosteriors.from_ngrams((), np.zeros(0), order)
-    weights = np.exp(strings.costs.min() - strings.costs)
-    weights /= weights.sum()
-    values, prefix, last, gram_order = kernels.string_sums(strings.tokens, strings.offsets, weights, order)
-    grams = kernels.ngram_tokens(prefix, last, gram_order, order)
-    ranked = np.lexsort([grams[:, k] for k in range(order - 1, -1, -1)] + [gram_order])
-    return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
+    values, prefix, last, gram_order = kernels.string_sums(strings.tokens, strings.offsets,
+                                                           _string_weights(strings.costs), order)
+    return _from_trie(values, prefix, last, gram_order, order)
 
 
 def best_path_posteriors(best: BestPaths | None, order: int) -> NgramPosteriors:
@@ -152,11 +149,22 @@ def best_path_posteriors(best: BestPaths | None, order: int) -> NgramPosteriors:
     prefixes."""
     if best is None:
         return NgramPosteriors.from_ngrams((), np.zeros(0), order)
-    weights = np.exp(best.costs.min() - best.costs)
-    weights /= weights.sum()
-    values = ranked_sums(best.grams, best.offsets, best.ranked, weights, best.prefix.size)
-    grams = kernels.ngram_tokens(best.prefix, best.last, best.gram_order, order)
-    ranked = np.lexsort([grams[:, n] for n in range(order - 1, -1, -1)] + [best.gram_order])
+    values = ranked_sums(best.grams, best.offsets, best.ranked, _string_weights(best.costs), best.prefix.size)
+    return _from_trie(values, best.prefix, best.last, best.gram_order, order)
+
+
+def _string_weights(costs: np.ndarray) -> np.ndarray:
+    """[S] the strings' probabilities, proportional to exp(-cost)."""
+    weights = np.exp(costs.min() - costs)
+    return weights / weights.sum()
+
+
+def _from_trie(values: np.ndarray, prefix: np.ndarray, last: np.ndarray, gram_order: np.ndarray,
+               order: int) -> NgramPosteriors:
+    """Posteriors from n-grams numbered as a trie (:func:`lattices.posterior_kernels.ngram_tokens`), ranked by
+    order, then by their tokens."""
+    grams = kernels.ngram_tokens(prefix, last, gram_order, order)
+    ranked = np.lexsort([grams[:, n] for n in range(order - 1, -1, -1)] + [gram_order])
     return NgramPosteriors(grams[ranked], np.clip(values[ranked], 0.0, 1.0), order)
 
 
@@ -181,9 +189,9 @@ def ngram_posteriors(lattice: Lattice, order: int = MAX_ORDER, alpha: float = 1.
     from lattices.openfst import openfst_best_paths
 
     check_space(semiring, engine)
+    if order < 1:
+        raise ValueError(f"the n-gram order must be at least 1, not {order}")
     if nbest and engine == "openfst":
-        if order < 1:
-            raise ValueError(f"the n-gram order must be at least 1, not {order}")
         return best_path_posteriors(openfst_best_paths(lattice.scaled(alpha), nbest, semiring, order), order)
     if nbest:
         return string_posteriors(nbest_string_arrays(lattice, nbest, semiring, alpha, engine), order)
