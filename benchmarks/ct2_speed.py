@@ -7,8 +7,8 @@ penalty), B finished hypotheses before a sentence stops (CTranslate2's patience 
 has one length limit per call, so every batch gets one limit on both sides: the largest a * |source| + b of its
 sentences (our a = 0, b = that limit: at most `limit` tokens, then EOS is forced; CTranslate2's
 max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTranslate2's compute_type int8 against
-torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times and
-the fastest run is kept. Prints a table and writes JSON.
+torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times,
+the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/ct2_speed.py --model work/small/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
         --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
     args = p.parse_args(argv)
-    args.architecture = "transformer"
+    args.architecture, args.device = "transformer", "cpu"
 
     torch.set_num_threads(args.threads)
     ensemble, src_vocab, model_info = load(args)
@@ -95,14 +96,22 @@ def main(argv: list[str] | None = None) -> int:
                     batch_sentences=len(sources), sort=False)]
 
             run_ct2(), run_ours()  # warm-up
-            ct2_s, ct2_out = timed(args.runs, run_ct2)
-            ours_s, ours_out = timed(args.runs, run_ours)
+            ct2_runs, ours_runs = [], []
+            for _ in range(args.runs):  # alternating, so both sides see the same machine load
+                seconds, ct2_out = timed(1, run_ct2)
+                ct2_runs.append(seconds)
+                seconds, ours_out = timed(1, run_ours)
+                ours_runs.append(seconds)
+            ct2_s, ours_s = statistics.median(ct2_runs), statistics.median(ours_runs)
             ct2_tokens = [tuple(tgt_vocab.encode(r.hypotheses[0])) for r in ct2_out]
             agree = sum(a[0] == b for a, b in zip(tokens_of(ours_out), ct2_tokens))
             results[precision] = {
                 "ct2_seconds": round(ct2_s, 3), "ours_seconds": round(ours_s, 3),
                 "ct2_wpm": round(60 * sum(words) / ct2_s, 1), "ours_wpm": round(60 * sum(words) / ours_s, 1),
-                "ct2_over_ours": round(ours_s / ct2_s, 2), "same_1best_sentences": agree,
+                "ct2_over_ours": round(ours_s / ct2_s, 2), "ours_over_ct2": round(ct2_s / ours_s, 2),
+                "ratio_per_run": [round(c / o, 3) for c, o in zip(ct2_runs, ours_runs)],
+                "ct2_runs_s": [round(x, 3) for x in ct2_runs], "ours_runs_s": [round(x, 3) for x in ours_runs],
+                "same_1best_sentences": agree,
                 "ours_target_tokens": sum(len(h[0].tokens) for h in ours_out),
                 "ct2_target_tokens": sum(len(t) for t in ct2_tokens)}
             r = results[precision]

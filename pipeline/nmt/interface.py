@@ -21,6 +21,12 @@ hypotheses *within* each sentence's block of rows, so the row -> source map is u
 A model may ignore the flag. ``DecoderState.concat`` joins the states of two batches at the same time index (the
 streaming decoder's refill), padding the source axes to the longer source.
 
+Caches that grow by one entry per target token (a Transformer's self-attention keys and values) are named in
+``DecoderState.per_time``, with their time axis. Their first ``time`` entries are valid; ``select`` copies those into a
+new tensor with one free entry after them, so that the next ``step`` writes its entry in place instead of copying
+the whole cache again. A state with a free entry may be stepped once (the step fills the entry); to continue a state
+in several ways, reorder it into several rows first.
+
 :class:`Ensemble` implements the same contract over several models: it averages their log-probabilities per step
 (a log-linear combination with equal weights) and holds their states side by side in one DecoderState.
 """
@@ -40,11 +46,14 @@ class DecoderState:
 
     per_source: the tensors whose row depends only on the row's source sentence -> the axis of their source
     positions (padding beyond a sentence's length must be masked by the model, e.g. a False in a mask).
+    per_time: the caches along the target time -> their time axis (the first `time` entries are valid; see the
+    module docstring for the free entry that `select` leaves).
     """
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     time: int = 0
     per_source: Mapping[str, int] = field(default_factory=dict)
+    per_time: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -56,8 +65,15 @@ class DecoderState:
         same_sources: new row i has the source of old row i (so B' == B), and the per_source tensors are kept as is.
         """
         keep = self.per_source if same_sources else {}
-        return DecoderState({k: v if k in keep else v.index_select(0, index) for k, v in self.tensors.items()},
-                            self.time, self.per_source)
+        selected = {}
+        for name, tensor in self.tensors.items():
+            if name in keep:
+                selected[name] = tensor
+            elif name in self.per_time:
+                selected[name] = _select_with_free_entry(tensor, index, self.per_time[name], self.time)
+            else:
+                selected[name] = tensor.index_select(0, index)
+        return DecoderState(selected, self.time, self.per_source, self.per_time)
 
     @staticmethod
     def concat(states: Sequence["DecoderState"]) -> "DecoderState":
@@ -73,8 +89,20 @@ class DecoderState:
             if axis is not None:
                 longest = max(p.shape[axis] for p in parts)
                 parts = [_pad_axis(p, axis, longest) for p in parts]
+            if name in first.per_time:  # the valid entries only (free ones may differ between the parts)
+                parts = [p.narrow(first.per_time[name], 0, first.time) for p in parts]
             joined[name] = torch.cat(parts, dim=0)
-        return DecoderState(joined, first.time, first.per_source)
+        return DecoderState(joined, first.time, first.per_source, first.per_time)
+
+
+def _select_with_free_entry(cache: Tensor, index: Tensor, axis: int, time: int) -> Tensor:
+    """The rows `index` of `cache`'s first `time` entries along `axis`, in a new tensor with one free entry after
+    them (one copy; the next step fills the entry in place)."""
+    shape = list(cache.shape)
+    shape[0], shape[axis] = index.shape[0], time + 1
+    selected = cache.new_empty(shape)
+    torch.index_select(cache.narrow(axis, 0, time), 0, index, out=selected.narrow(axis, 0, time))
+    return selected
 
 
 def _pad_axis(tensor: Tensor, axis: int, size: int) -> Tensor:
@@ -195,13 +223,15 @@ class Ensemble:
     def _join(states: Sequence[DecoderState]) -> DecoderState:
         tensors = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.tensors.items()}
         per_source = {f"{i}.{k}": axis for i, s in enumerate(states) for k, axis in s.per_source.items()}
-        return DecoderState(tensors, states[0].time, per_source)
+        per_time = {f"{i}.{k}": axis for i, s in enumerate(states) for k, axis in s.per_time.items()}
+        return DecoderState(tensors, states[0].time, per_source, per_time)
 
     def _member(self, state: DecoderState, i: int) -> DecoderState:
         prefix = f"{i}."
         tensors = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
         per_source = {k[len(prefix):]: axis for k, axis in state.per_source.items() if k.startswith(prefix)}
-        return DecoderState(tensors, state.time, per_source)
+        per_time = {k[len(prefix):]: axis for k, axis in state.per_time.items() if k.startswith(prefix)}
+        return DecoderState(tensors, state.time, per_source, per_time)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
         return self._join([m.encode(src, src_lengths) for m in self.models])

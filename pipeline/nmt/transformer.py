@@ -7,6 +7,8 @@ layout CTranslate2's TransformerSpec describes (pre_norm=True), so `export_ct2.p
 Incremental decoding keeps, per decoder layer i, the self-attention keys and values of every consumed position
 ("self_k{i}", "self_v{i}" [B, heads, t, d/heads]) and the cross-attention keys and values of the source, computed
 once at `encode` ("mem_k{i}", "mem_v{i}" [B, heads, S, d/heads]); "src_mask" [B, S] is True on real positions.
+The self-attention caches are the state's per_time tensors: a reorder leaves a free entry at t, where the next step
+writes its keys and values in place (pipeline/nmt/interface.py).
 """
 from __future__ import annotations
 
@@ -130,16 +132,22 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(c.model_size, c.ff_size, c.dropout)
         self.dropout = nn.Dropout(c.dropout)
 
-    def forward(self, x: Tensor, cache: tuple[Tensor, Tensor], memory: tuple[Tensor, Tensor], src_mask: Tensor,
-                causal: bool) -> tuple[Tensor, Tensor, Tensor]:
-        """x [B, L, d] at the L positions after the cached ones.
+    def forward(self, x: Tensor, cache: tuple[Tensor, Tensor], t: int, memory: tuple[Tensor, Tensor],
+                src_mask: Tensor, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """x [B, L, d] at the L positions after the t cached ones.
 
-        cache: self-attention keys/values of the earlier positions [B, heads, t, d/heads]; memory: the source's
-        [B, heads, S, d/heads]; src_mask [B, 1, S]. Returns the output [B, L, d] and the cache grown to t + L.
+        cache: self-attention keys/values [B, heads, t or t + 1, d/heads] of the earlier positions (t + 1: a free
+        entry at t, filled in place when L is 1); memory: the source's [B, heads, S, d/heads]; src_mask [B, 1, S].
+        Returns the output [B, L, d] and the cache of t + L positions.
         """
         h = self.self_norm(x)
         k, v = self.self_attn.keys_values(h)
-        k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        if k.shape[2] == 1 and cache[0].shape[2] == t + 1:
+            cache[0][:, :, t:] = k
+            cache[1][:, :, t:] = v
+            k, v = cache
+        else:
+            k, v = torch.cat([cache[0][:, :, :t], k], dim=2), torch.cat([cache[1][:, :, :t], v], dim=2)
         x = x + self.dropout(self.self_attn(h, k, v, causal=causal))
         x = x + self.dropout(self.cross_attn(self.cross_norm(x), *memory, mask=src_mask))
         return x + self.dropout(self.ff(self.ff_norm(x))), k, v
@@ -190,7 +198,8 @@ class TransformerModel(NMTModel):
             tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
             empty = memory.new_zeros(src.shape[0], self.config.heads, 0, self.config.model_size // self.config.heads)
             tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
-        return DecoderState(tensors, 0, {k: 1 if k == "src_mask" else 2 for k in tensors if not k.startswith("self_")})
+        return DecoderState(tensors, 0, {k: 1 if k == "src_mask" else 2 for k in tensors if not k.startswith("self_")},
+                            {k: 2 for k in tensors if k.startswith("self_")})
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
         """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""
@@ -200,8 +209,8 @@ class TransformerModel(NMTModel):
         new = dict(t)
         for i, layer in enumerate(self.decoder_layers):
             x, new[f"self_k{i}"], new[f"self_v{i}"] = layer(
-                x, (t[f"self_k{i}"], t[f"self_v{i}"]), (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
-        return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1], state.per_source)
+                x, (t[f"self_k{i}"], t[f"self_v{i}"]), state.time, (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
+        return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1], state.per_source, state.per_time)
 
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""

@@ -127,3 +127,32 @@ def test_same_sources_reorder_gives_the_steps_of_a_full_reorder(vocab, architect
         fast, _ = model.step(model.reorder(state, index, same_sources=True), torch.tensor([4, 4, 4, 4]))
         slow, _ = model.step(model.reorder(state, index), torch.tensor([4, 4, 4, 4]))
     assert set(state.per_source) and torch.equal(fast, slow)
+
+
+def test_select_leaves_one_free_entry_on_the_time_axis_and_concat_drops_it():
+    cache = torch.arange(2 * 3 * 2).view(2, 3, 2)            # [rows, time entries (2 valid + 1 free), 2]
+    state = DecoderState({"cache": cache, "h": torch.tensor([7, 8])}, time=2, per_time={"cache": 1})
+    picked = state.select(torch.tensor([1, 1, 0]))
+    assert picked.tensors["cache"].shape == (3, 3, 2) and picked.per_time == {"cache": 1}
+    assert picked.tensors["cache"][:, :2].tolist() == cache[[1, 1, 0], :2].tolist()
+    joined = DecoderState.concat([picked, state])              # the valid entries of both, whatever their room
+    assert joined.tensors["cache"].tolist() == cache[[1, 1, 0, 0, 1], :2].tolist()
+
+
+def test_the_transformer_fills_the_free_entry_in_place_and_scores_as_without_it(vocab):
+    """After a reorder, a step writes its keys into the free entry (no copy of the cache) and gives exactly the
+    log-probabilities of stepping a cache that has no free entry (the copying path)."""
+    model = make_model("transformer", vocab, seed=4).eval()
+    batch = sample_batch(vocab, n=3)
+    index = torch.tensor([2, 0, 0, 1])
+    with torch.inference_mode():
+        _, state = incremental(model, batch.src, batch.src_lengths, batch.tgt_in[:, :3])
+        reordered = model.reorder(state, index)
+        room = reordered.tensors["self_k0"]
+        assert room.shape[2] == 4 and reordered.time == 3          # 3 valid entries and a free one
+        in_place, after = model.step(reordered, torch.tensor([4, 5, 6, 7]))
+        tight = DecoderState({k: v.narrow(2, 0, 3) if k in state.per_time else v for k, v in reordered.tensors.items()},
+                             3, reordered.per_source, reordered.per_time)
+        copied, _ = model.step(tight, torch.tensor([4, 5, 6, 7]))
+    assert after.tensors["self_k0"] is room and after.tensors["self_k0"].shape[2] == 4
+    assert torch.equal(in_place, copied)
