@@ -2,6 +2,9 @@
 # The decoder and training benchmarks on a lent GPU machine (the paper's setting), plus the CUDA-only tests.
 # Run from the repository root on a machine with python3, torch (CUDA) and the project's pure-Python needs;
 # writes JSON under ${OUT:-results/benchmarks/gpu}. Models are random weights / synthetic data at the profiles' sizes.
+# A bare device machine lacks sacremoses (pipeline.text imports it): copy sacremoses, click, joblib and a regex wheel
+# for its Python into a git-excluded folder, carry it and put it on PYTHONPATH. The paper Transformer's decoding
+# sweep needs about 250 s.
 set -u
 out=${OUT:-results/benchmarks/gpu}
 mkdir -p "$out"
@@ -15,7 +18,7 @@ for profile in small paper; do
 done
 for arch in gru transformer; do
   vocab=$([ $arch = gru ] && echo 50000 || echo 30000)
-  timeout 130 python3 benchmarks/beam_speed.py --device cuda --profile paper --architecture $arch \
+  timeout 280 python3 benchmarks/beam_speed.py --device cuda --profile paper --architecture $arch \
       --random-vocab $vocab --figures a,b --sentences-a 24 --sentences-b 96 --beams 1,4,8,12 \
       --batch-sizes 1,4,16,32,64 --runs 2 --out "$out/beam_speed_paper_$arch.json"
 done
