@@ -6,9 +6,11 @@ of a batch similar, so they finish at about the same step and little work is spe
 
 Streaming refill (Yang et al. 2020, ALGORITHMS.md section 6), ``streaming=True``: one pool of at most
 `batch_sentences` sentences. When the sentences still decoding drop to `refill` x `batch_sentences`, the next ones
-are encoded as a new batch that starts at step 0; each step advances the batch with the least progress, and batches
-that reach the same step are merged into one neural query. Every sentence follows exactly the search it would
-follow alone, so the outputs equal the plain batched mode's; only the order of work changes.
+are encoded as a new batch that starts at step 0 (:func:`step_pool`). With a model that joins at any step (a GRU),
+the new batch joins the running one at once and shares its neural queries from its first step; otherwise each step
+advances the batch with the least progress, and batches that reach the same step are merged into one query. Every
+sentence follows exactly the search it would follow alone, so the outputs equal the plain batched mode's; only the
+order of work changes.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pipeline.decode.scores import max_output_lengths
 from pipeline.nmt.batching import pad_sequences
 from pipeline.nmt.interface import Ensemble, StepModel
 
-__all__ = ["decode_sources", "make_batches", "model_device", "position_limit"]
+__all__ = ["decode_sources", "make_batches", "model_device", "position_limit", "step_pool"]
 
 
 def make_batches(lengths: Sequence[int], batch_sentences: int, sort: bool = True) -> list[list[int]]:
@@ -114,18 +116,33 @@ def _stream(model: StepModel, sources: Sequence[Sequence[int]], settings: Search
         active = sum(batch.active for batch, _ in pool)
         if queue and active <= refill * batch_sentences:
             pool.append(start(batch_sentences - active))
-        least = min(batch.t for batch, _ in pool)
-        group = [entry for entry in pool if entry[0].t == least]
-        batch, indices = group[0]
-        for other, other_indices in group[1:]:  # the same step: one query from now on
-            batch.merge(other)
-            indices.extend(other_indices)
-            pool.remove((other, other_indices))
-        ended = batch.step()
+        _, indices, ended = step_pool(pool)
         for position, hyps in ended:
             results[indices[position]] = hyps
         if ended and on_batch is not None:
             on_batch([indices[position] for position, _ in ended])
-        if batch.done:
-            pool.remove((batch, indices))
     return results
+
+
+def step_pool(pool: list[tuple[BeamBatch, list]]) -> tuple[BeamBatch, list, list[tuple[int, list[Hypothesis]]]]:
+    """One step of a pool of batches, each with its payload (a list aligned with the batch's positions).
+
+    Batches merge first: with a model that joins at any step, every batch joins the one furthest on; otherwise
+    the batches at the least step merge. Then that batch steps; it leaves the pool when done. Returns the batch,
+    its payload and the (position, n-best) of the sentences the step ended.
+    """
+    if getattr(pool[0][0].model, "joins_at_any_step", False):
+        base = max(pool, key=lambda entry: entry[0].t)
+        group = [entry for entry in pool if entry is not base]
+    else:
+        least = min(batch.t for batch, _ in pool)
+        base, *group = [entry for entry in pool if entry[0].t == least]
+    batch, payload = base
+    for other, other_payload in group:  # one query from now on
+        batch.merge(other)
+        payload.extend(other_payload)
+        pool.remove((other, other_payload))
+    ended = batch.step()
+    if batch.done:
+        pool.remove(base)
+    return batch, payload, ended

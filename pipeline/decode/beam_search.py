@@ -32,7 +32,7 @@ are scored like any other token, as by greedy decoding); hooks forbid tokens: th
 constraint hooks whatever their acceptors do not allow, TokenMaskHook a fixed set (hooks.py).
 
 There is no padding on the target side: all rows share one time index, and a sentence that finishes simply stops
-having rows. Empty slots (finished or pruned candidates, and the B-1 empty slots of the first step, where each
+having rows (a sentence that joined a running batch counts its own steps from its `start`: BeamBatch.merge). Empty slots (finished or pruned candidates, and the B-1 empty slots of the first step, where each
 sentence has only its [BOS] row) take part in the top-B as -inf, so a sentence's beam refills from its other
 candidates. Nothing in a step depends on the other sentences of the batch, so a sentence decodes to the same
 output alone or in any batch (up to floating-point differences of batched matrix products).
@@ -109,8 +109,11 @@ def beam_search(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengths:
 class BeamBatch:
     """The search state of a batch of sentences that share one time index t, advanced one step at a time.
 
-    Sentences are known by their position in the batch as created (0..N-1); :meth:`merge` appends another batch at
-    the same t, whose sentences keep their own numbering shifted by this batch's N (the streaming decoder's refill).
+    Sentences are known by their position in the batch as created (0..N-1); :meth:`merge` appends another batch,
+    whose sentences keep their own numbering shifted by this batch's N (the streaming decoder's refill). The other
+    batch is at the same t, or, for a model that joins at any step (a GRU), at most this one's t: its sentences then
+    count their steps from the one they joined at (their `start`): their length limits are shifted by it, and their
+    rows' token histories begin with that many placeholder positions, dropped from their hypotheses.
     """
 
     @torch.inference_mode()
@@ -123,6 +126,7 @@ class BeamBatch:
         self.limits = max_lengths.to(device)           # [N] of the active sentences
         self.state = model.encode(src, src_lengths.to(device))
         self.sentence = list(range(n))                 # batch position of each active sentence
+        self.start = [0] * n                           # the step each active sentence joined at
         self.row_slot = torch.arange(n, device=device) * settings.beam  # [R] the slot of each live row
         self.scores = torch.zeros(n, device=device)    # [R] accumulated scores q
         self.history = torch.zeros((n, 0), dtype=torch.long, device=device)  # [R, t] the rows' tokens
@@ -144,26 +148,34 @@ class BeamBatch:
         """Sentences still decoding."""
         return len(self.sentence)
 
+    def can_merge(self, other: "BeamBatch") -> bool:
+        """Whether :meth:`merge` accepts `other`: at the same step, or behind it with a model that joins at any
+        step."""
+        return other.t == self.t or (other.t < self.t and getattr(self.model, "joins_at_any_step", False))
+
     @torch.inference_mode()
     def merge(self, other: "BeamBatch") -> None:
-        """Append the sentences of `other` (same model and settings, same t); its positions shift by self.size."""
-        if other.t != self.t:
-            raise ValueError(f"batches at steps {self.t} and {other.t} cannot be merged")
-        beam = self.settings.beam
-        self.state = DecoderState.concat([self.state, other.state])
-        self.hook.merge(other.hook)
+        """Append the sentences of `other` (same model and settings; see :meth:`can_merge`); its positions shift by
+        self.size."""
+        if not self.can_merge(other):
+            raise ValueError(f"a batch at step {other.t} cannot join one at step {self.t} (this model joins only at "
+                             "the same step)")
+        beam, shift = self.settings.beam, self.t - other.t
+        self.state = DecoderState.concat([self.state, other.state], any_time=shift > 0)
+        self.hook.merge(other.hook, shift)
         self.row_slot = torch.cat([self.row_slot, other.row_slot + self.active * beam])
         self.scores = torch.cat([self.scores, other.scores])
-        self.history = torch.cat([self.history, other.history])
+        self.history = torch.cat([self.history, torch.nn.functional.pad(other.history, (shift, 0))])
         self.prev = torch.cat([self.prev, other.prev])
         self.count = torch.cat([self.count, other.count])
         self.nth_best = torch.cat([self.nth_best, other.nth_best])
-        self.limits = torch.cat([self.limits, other.limits])
-        self.backoff.merge(other.backoff)
+        self.limits = torch.cat([self.limits, other.limits + shift])
+        self.backoff.merge(other.backoff, shift)
         self.sentence += [self.size + s for s in other.sentence]
+        self.start += [start + shift for start in other.start]
         self.finished += other.finished
         self.size += other.size
-        self.first_limit = min(self.first_limit, other.first_limit)
+        self.first_limit = min(self.first_limit, other.first_limit + shift)
         self.need_backoff = self.need_backoff or other.need_backoff
 
     @torch.inference_mode()
@@ -206,7 +218,7 @@ class BeamBatch:
                 rows = origin_row[done_eos]
                 prefixes = self.history.index_select(0, rows).tolist()
                 for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
-                    self.finished[self.sentence[s]].add(score, tuple(prefix))
+                    self.finished[self.sentence[s]].add(score, tuple(prefix[self.start[s]:]))
                 self.count += done_eos.sum(dim=1)
                 if headroom is not None:
                     self._update_nth_best(sorted({s for s, _ in where}))
@@ -241,11 +253,12 @@ class BeamBatch:
             for s, is_done in enumerate(done_list):
                 if is_done:
                     ended.append((self.sentence[s], _choose(self.finished[self.sentence[s]], self.backoff, s,
-                                                            settings)))
+                                                            self.start[s], settings)))
             keep = (~done).nonzero().squeeze(1)
             renumber = torch.cumsum(~done, dim=0) - 1
             new_slot = renumber[new_slot // beam] * beam + new_slot % beam
             self.sentence = [self.sentence[s] for s, is_done in enumerate(done_list) if not is_done]
+            self.start = [self.start[s] for s, is_done in enumerate(done_list) if not is_done]
             self.limits, self.count = self.limits.index_select(0, keep), self.count.index_select(0, keep)
             self.nth_best = self.nth_best.index_select(0, keep)
             self.backoff.select(keep)
@@ -281,9 +294,9 @@ class BeamBatch:
             self.nth_best[s] = scores[n - 1] if len(scores) >= n else NEG_INF
 
 
-def _choose(finished: FinishedSet, backoff: BackoffStack, position: int,
+def _choose(finished: FinishedSet, backoff: BackoffStack, position: int, start: int,
             settings: SearchSettings) -> list[Hypothesis]:
     """The n-best list of one sentence: from F_s, or from the backoff stack when F_s is empty."""
     if len(finished):
         return best_hypotheses(finished.entries, settings.nbest, settings.length_penalty)
-    return best_hypotheses(backoff.entries(position), settings.nbest, settings.length_penalty, backoff=True)
+    return best_hypotheses(backoff.entries(position, start), settings.nbest, settings.length_penalty, backoff=True)

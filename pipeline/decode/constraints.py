@@ -135,14 +135,14 @@ class AcceptorHook(ScoreHook):
         offset = self.batch.offsets[self.table_of[self.row_sentence]]
         return torch.where(self.states >= 0, self.states - offset, self.states)
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         if not isinstance(other, AcceptorHook) or other.weight != self.weight:
             raise TypeError(f"an acceptor hook merges with another of the same weight, not {other!r}")
         local = torch.cat([self.local_states(), other.local_states()])
         acceptors = ([self.acceptors[i] for i in self.table_of.tolist()] +
                      [other.acceptors[i] for i in other.table_of.tolist()])
         self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + self.limits.numel()])
-        self.limits = torch.cat([self.limits, other.limits])
+        self.limits = torch.cat([self.limits, other.limits + shift])  # in this batch's steps
         self._tables(acceptors, self.states.device)
         self.states = torch.where(local >= 0, self.batch.offsets[self.row_sentence] + local, local)
 

@@ -90,15 +90,18 @@ class BackoffStack:
         self.lengths = lengths.gather(1, pick)
         self.scores = merged
 
-    def merge(self, other: "BackoffStack") -> None:
-        """Append the sentences of another stack (same K); prefixes are padded to the larger capacity."""
-        capacity = max(self.capacity, other.capacity)
+    def merge(self, other: "BackoffStack", shift: int = 0) -> None:
+        """Append the sentences of another stack (same K) whose batch is `shift` steps behind: its prefixes get
+        `shift` leading zeros, as its rows' histories do in the joined batch; prefixes are padded to the larger
+        capacity."""
+        capacity = max(self.capacity, other.capacity + shift)
+        theirs = torch.nn.functional.pad(other.tokens, (shift, 0))
         pad = [t if t.shape[2] == capacity else torch.cat([t, t.new_zeros(t.shape[0], t.shape[1], capacity -
                                                                            t.shape[2])], dim=2)
-               for t in (self.tokens, other.tokens)]
+               for t in (self.tokens, theirs)]
         self.tokens, self.capacity = torch.cat(pad), capacity
         self.scores = torch.cat([self.scores, other.scores])
-        self.lengths = torch.cat([self.lengths, other.lengths])
+        self.lengths = torch.cat([self.lengths, other.lengths + shift])
 
     def select(self, keep: Tensor) -> None:
         """Keep the sentences `keep` [N'] only."""
@@ -106,9 +109,10 @@ class BackoffStack:
         self.tokens = self.tokens.index_select(0, keep)
         self.lengths = self.lengths.index_select(0, keep)
 
-    def entries(self, sentence: int) -> list[tuple[float, tuple[int, ...]]]:
-        """The (score, tokens) pairs kept for batch sentence `sentence` (position among the current N)."""
+    def entries(self, sentence: int, start: int = 0) -> list[tuple[float, tuple[int, ...]]]:
+        """The (score, tokens) pairs kept for batch sentence `sentence` (position among the current N), without
+        the first `start` positions of the prefixes (the steps before the sentence joined its batch)."""
         scores = self.scores[sentence].tolist()
         lengths = self.lengths[sentence].tolist()
         tokens = self.tokens[sentence].tolist()
-        return [(s, tuple(tokens[i][:lengths[i]])) for i, s in enumerate(scores) if s > NEG_INF]
+        return [(s, tuple(tokens[i][start:lengths[i]])) for i, s in enumerate(scores) if s > NEG_INF]

@@ -13,8 +13,9 @@ The contract, per time step t of one sentence batch, with R live hypotheses ("ro
     hook.select_sentences(keep)                       keep [N'] int64, ascending: the sentences (positions in the
                                                       batch's current order) still decoding; called only on steps
                                                       where some sentence finished, after reorder and advance
-    hook.merge(other)                                 streaming refill: another batch's hook at the same step; its
-                                                      rows and sentences follow this hook's
+    hook.merge(other, shift)                          streaming refill: another batch's hook, `shift` steps behind
+                                                      (0 unless the model joins at any step); its rows and
+                                                      sentences follow this hook's
     hook.headroom()                                   [R] or None, at the start of a step: how much the hook can
                                                       still add to each row; with a bound, a sentence stops when
                                                       no live row can reach its n-th best finished score
@@ -76,8 +77,10 @@ class ScoreHook:
     def select_sentences(self, keep: Tensor) -> None:
         """Only the sentences `keep` [N'] (ascending positions among the current N) go on; renumber them 0..N'-1."""
 
-    def merge(self, other: "ScoreHook") -> None:
-        """Append the rows and sentences of `other` (a hook of the same kind, at the same step) after this one's."""
+    def merge(self, other: "ScoreHook", shift: int = 0) -> None:
+        """Append the rows and sentences of `other` (a hook of the same kind) after this one's. `other`'s batch is
+        `shift` steps behind this one (0: the same step): from now on, the step t that `scores` is given is its
+        sentences' own step t - shift (a hook whose scores depend on t shifts their limits)."""
 
     def headroom(self) -> Tensor | None:
         """[R] an upper bound on what the hook can still add to each row's score, over all its continuations; or
@@ -121,9 +124,9 @@ class ChainHook(ScoreHook):
         for hook in self.hooks:
             hook.select_sentences(keep)
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         for hook, theirs in zip(self.hooks, other.hooks):
-            hook.merge(theirs)
+            hook.merge(theirs, shift)
 
     def headroom(self) -> Tensor | None:
         """The sum of the members' bounds (None when no member gives one)."""
@@ -169,7 +172,7 @@ class SentenceMaskHook(ScoreHook):
         self.forbidden = self.forbidden.index_select(0, keep)
         self.row_sentence = renumber[self.row_sentence]
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         self.row_sentence = torch.cat([self.row_sentence, other.row_sentence + self.forbidden.shape[0]])
         self.forbidden = torch.cat([self.forbidden, other.forbidden])
 

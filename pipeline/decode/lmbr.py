@@ -73,7 +73,7 @@ class LmbrHook(ScoreHook):
     def select_sentences(self, keep: Tensor) -> None:
         self.active = [self.active[k] for k in keep.tolist()]  # row ids stay valid: they are batch-global
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         """One LMatrixBatch of both hooks' active sentences (finished ones are dropped); row ids remapped."""
         old = (self, other)
         merged = LMatrixBatch([h.batch.matrices[i] for h in old for i in h.active], self.batch.device,
@@ -141,7 +141,7 @@ class BoundedLmbrHook(LmbrHook):
         self.earned = earned[:, (earned >= 0).any(0)]  # drop columns no row uses
         super().advance(tokens)
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         if not isinstance(other, BoundedLmbrHook):
             raise TypeError(f"a bounded-gain hook merges with another, not {type(other).__name__}")
         hooks = (self, other)
@@ -155,7 +155,7 @@ class BoundedLmbrHook(LmbrHook):
             earned.append(torch.where(hook.earned >= 0, moved, hook.earned))
         width = max(e.shape[1] for e in earned)
         earned = [torch.nn.functional.pad(e, (0, width - e.shape[1]), value=-1) for e in earned]
-        super().merge(other)
+        super().merge(other, shift)
         self.ngram_gains = gains
         self.gains = GainBatch(gains, self.batch.row_offsets, self.batch.base.dtype)
         self.earned = torch.cat(earned)

@@ -173,7 +173,7 @@ class TermHook(ScoreHook):
         self.tables = self.tables.select(keep)
         self.states = self.states[:, :self.tables.lengths.shape[1]]
 
-    def merge(self, other: ScoreHook) -> None:
+    def merge(self, other: ScoreHook, shift: int = 0) -> None:
         if not isinstance(other, TermHook):
             raise TypeError(f"a term hook merges with another term hook, not {other!r}")
         width = max(self.states.shape[1], other.states.shape[1])

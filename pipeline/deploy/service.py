@@ -17,13 +17,13 @@ Threads, so that the caller (the server's event loop) never waits on decoding:
   thread instead of holding its interpreter's lock, and N calls run at once; with 0, one thread prepares in this
   process;
 - the decoding thread keeps a pool of BeamBatches (pipeline/decode/beam_search.py). When the sentences still
-  decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch;
-  each step advances the batch with the least progress and merges batches that reach the same step, exactly as
-  decode_sources' streaming mode does for one file, so new sentences catch up with the running batch and join its
-  queries. A new batch catches up alone, one small query per step, so refilling whenever there is room (refill 1)
-  spends most steps on batches of one sentence under steady load; the default 0.25 lets sentences gather first
-  (docs/RESULTS.md, serve_load: at 16 clients, 1.46x the throughput of refill 1 and a third of its p95 latency). A request is answered when its last sentence ends; a sentence
-  whose terms could not be met goes back to the front of the queue without them (Translator.missing_terms).
+  decoding drop to `refill` x `pool_sentences`, the waiting sentences, of whichever requests, start a new batch,
+  stepped with the others by decode_sources' streaming step (pipeline/decode/batching.py: step_pool). With a GRU
+  (a model that joins at any step) the new batch joins the running one at once and shares its queries from its
+  first step; with a Transformer it catches up alone, one small query per step, and joins at the same step. The
+  default refill 0.25 lets sentences gather first (docs/RESULTS.md, serve_load). A request is answered when its
+  last sentence ends; a sentence whose terms could not be met goes back to the front of the queue without them
+  (Translator.missing_terms).
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
@@ -249,15 +249,10 @@ class DecodingService:
                     request.future.set_exception(error)
 
     def _step(self, pool: list) -> None:
-        """One step of the batch with the least progress (batches at the same step merged first)."""
-        least = min(batch.t for batch, _ in pool)
-        group = [entry for entry in pool if entry[0].t == least]
-        batch, entries = group[0]
-        for other, other_entries in group[1:]:
-            batch.merge(other)
-            entries.extend(other_entries)
-            pool.remove((other, other_entries))
-        ended = batch.step()
+        """One step of the pool (pipeline/decode/batching.py: step_pool)."""
+        from pipeline.decode.batching import step_pool
+
+        _, entries, ended = step_pool(pool)
         for position, hyps in ended:
             request, k, item = entries[position]
             if self.translator.missing_terms(item, hyps):  # once more, without its terms, before anything else
@@ -270,5 +265,3 @@ class DecodingService:
             with self._lock:
                 self._decoding -= 1
                 request.done_one(k, text)
-        if batch.done:
-            pool.remove((batch, entries))

@@ -46,8 +46,11 @@ class GruModel(NMTModel):
     """Bidirectional GRU encoder and attentional GRU decoder behind the step interface.
 
     State tensors: "memory" [B, S, 2H] annotations, "keys" [B, S, A] pre-computed attention keys, "mask" [B, S]
-    (True on real source positions), "hidden" [B, H] the decoder state s.
+    (True on real source positions), "hidden" [B, H] the decoder state s. A step does not depend on the time
+    index, so sentences that started at different steps share a batch (joins_at_any_step).
     """
+
+    joins_at_any_step = True
 
     def __init__(self, config: GruConfig) -> None:
         super().__init__(config)

@@ -76,12 +76,15 @@ class DecoderState:
         return DecoderState(selected, self.time, self.per_source, self.per_time)
 
     @staticmethod
-    def concat(states: Sequence["DecoderState"]) -> "DecoderState":
-        """The rows of several states one after the other; all at one time index, with the same tensors. Source
-        axes are padded with zeros (False for masks) to the longest source."""
+    def concat(states: Sequence["DecoderState"], any_time: bool = False) -> "DecoderState":
+        """The rows of several states one after the other, with the same tensors; all at one time index, or, with
+        `any_time` (only for a model that joins at any step, see StepModel), at the first state's. Source axes are
+        padded with zeros (False for masks) to the longest source."""
         first = states[0]
-        if any(s.time != first.time or s.tensors.keys() != first.tensors.keys() for s in states):
-            raise ValueError("only states at the same time index with the same tensors can be joined")
+        if any(s.tensors.keys() != first.tensors.keys() for s in states):
+            raise ValueError("only states with the same tensors can be joined")
+        if any(s.time != first.time for s in states) and (not any_time or first.per_time):
+            raise ValueError("only states at the same time index can be joined (this model's state depends on it)")
         joined = {}
         for name in first.tensors:
             parts = [s.tensors[name] for s in states]
@@ -115,12 +118,18 @@ def _pad_axis(tensor: Tensor, axis: int, size: int) -> Tensor:
 
 
 class StepModel(Protocol):
-    """What a decoder needs: the three calls above and the target special ids (from the vocabulary)."""
+    """What a decoder needs: the three calls above and the target special ids (from the vocabulary).
+
+    joins_at_any_step: a step computes the same whatever the state's time index (a GRU; not a Transformer, whose
+    positions and caches follow the time), so the states of sentences that started at different steps can share
+    one batch (DecoderState.concat with any_time; the streaming decoder's and the server's joins).
+    """
 
     bos_id: int
     eos_id: int
     pad_id: int
     tgt_vocab_size: int
+    joins_at_any_step: bool
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState: ...
 
@@ -135,6 +144,8 @@ class NMTModel(nn.Module, abc.ABC):
     `config` is the architecture's frozen config dataclass (vocabulary sizes and special ids included); it is what a
     checkpoint stores beside the weights.
     """
+
+    joins_at_any_step = False  # see StepModel
 
     def __init__(self, config) -> None:
         super().__init__()
@@ -212,6 +223,10 @@ class Ensemble:
 
     def __len__(self) -> int:
         return len(self.models)
+
+    @property
+    def joins_at_any_step(self) -> bool:
+        return all(getattr(m, "joins_at_any_step", False) for m in self.models)
 
     def eval(self) -> "Ensemble":
         for m in self.models:

@@ -17,12 +17,16 @@ class PrefixModel:
     """log p(y | source, prefix) = log_softmax(table[h]) where h hashes the source and every token consumed so far.
 
     The table is random (seeded), so scores have no ties; `eos_bias` shifts the EOS logit (negative: EOS is rare).
+    h also hashes the state's time index unless `joins_at_any_step` (then, like a GRU, sentences may join a batch
+    at any step).
     """
 
     pad_id, bos_id, eos_id = PAD, BOS, EOS
     SIZE = 7919
 
-    def __init__(self, vocab: int = 6, seed: int = 0, eos_bias: float = 0.0, scale: float = 2.0) -> None:
+    def __init__(self, vocab: int = 6, seed: int = 0, eos_bias: float = 0.0, scale: float = 2.0,
+                 joins_at_any_step: bool = False) -> None:
+        self.joins_at_any_step = joins_at_any_step
         g = torch.Generator().manual_seed(seed)
         self.table = torch.randn(self.SIZE, vocab, generator=g) * scale
         self.table[:, EOS] += eos_bias
@@ -36,7 +40,7 @@ class PrefixModel:
         return DecoderState({"h": key}, 0)
 
     def step(self, state, prev):
-        h = (state.tensors["h"] * 613 + prev * 17 + state.time + 1) % self.SIZE
+        h = (state.tensors["h"] * 613 + prev * 17 + (1 if self.joins_at_any_step else state.time + 1)) % self.SIZE
         self.steps += prev.shape[0]
         return torch.log_softmax(self.table[h], dim=-1), DecoderState({"h": h}, state.time + 1)
 

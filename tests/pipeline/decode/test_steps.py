@@ -77,6 +77,17 @@ def test_backoff_stack_keeps_the_best_k_per_sentence():
     assert stack.entries(0) == [(-0.5, (6, 8)), (-2.0, (6,))]
 
 
+def test_a_backoff_stack_joined_steps_later_keeps_its_prefixes_behind_placeholders():
+    running = BackoffStack(num_sentences=1, k=2, capacity=4, device=torch.device("cpu"))
+    late = BackoffStack(num_sentences=1, k=2, capacity=3, device=torch.device("cpu"))
+    late.offer(torch.tensor([[-1.0, -INF]]), torch.tensor([[0, -1]]), torch.tensor([[9]]))  # its own step 1
+    running.merge(late, shift=2)                       # joined a batch 2 steps on: its histories are [_, _, 9, ...]
+    assert running.capacity == 5 and running.entries(1) == [(-1.0, (0, 0, 9))]
+    history = torch.tensor([[1, 2, 3], [0, 0, 9]])     # the joined batch at its step 3
+    running.offer(torch.tensor([[-INF, -INF], [-0.5, -INF]]), torch.tensor([[0, -1], [1, -1]]), history)
+    assert running.entries(1, start=2) == [(-0.5, (9,)), (-1.0, (9,))] and running.entries(0) == []
+
+
 def test_sentence_mask_hook_follows_rows_and_sentences():
     forbidden = torch.tensor([[False, True, False], [False, False, True], [True, False, False]])
     hook = SentenceMaskHook(forbidden)

@@ -7,15 +7,18 @@ import torch
 from lattices.lmatrix import build_lmatrix
 from lattices.posteriors import ngram_posteriors
 from pipeline.decode import SearchSettings, decode_sources
+from lattices.acceptor import Acceptor
 from pipeline.decode.beam_search import BeamBatch
+from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import SentenceMaskHook
 from pipeline.decode.lmbr import lmbr_hook_factory
 from pipeline.decode.scores import max_output_lengths
 from pipeline.decode.speed import QueryCounter
 from pipeline.nmt.batching import pad_sequences
 from pipeline.nmt.interface import Ensemble
-from tests.pipeline.decode.helpers import BOS, PrefixModel
+from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources, tokens_of
+from tests.pipeline.decode.test_constraints import limits_of, random_strings
 from tests.pipeline.decode.test_lmbr import THETA, Store, random_lattice
 from tests.pipeline.nmt.conftest import digit_vocab, make_model
 
@@ -26,10 +29,11 @@ def scores_of(results):
     return [h.score for hyps in results for h in hyps]
 
 
+@pytest.mark.parametrize("joins", [False, True])
 @pytest.mark.parametrize("pool, refill, sort", [(1, 0.0, True), (3, 0.34, False), (4, 0.5, True), (5, 0.9, False),
                                                 (40, 1 / 6, True)])
-def test_streaming_equals_batching_on_a_prefix_model(pool, refill, sort):
-    model = PrefixModel(vocab=7, seed=4, eos_bias=-0.4)
+def test_streaming_equals_batching_on_a_prefix_model(pool, refill, sort, joins):
+    model = PrefixModel(vocab=7, seed=4, eos_bias=-0.4, joins_at_any_step=joins)
     rng = random.Random(pool)
     sources = random_sources(23, seed=pool, longest=12)
     settings = SearchSettings(beam=3, nbest=2, threshold=rng.choice([0.0, 0.05]), max_length_a=1.0,
@@ -43,9 +47,10 @@ def test_streaming_equals_batching_on_a_prefix_model(pool, refill, sort):
 
 @pytest.mark.parametrize("architecture", ["gru", "transformer"])
 def test_streaming_equals_batching_on_real_models_and_ensembles(architecture, monkeypatch):
-    merges = []
+    merges = []  # (rows joining, steps they are behind)
     original = BeamBatch.merge
-    monkeypatch.setattr(BeamBatch, "merge", lambda self, other: (merges.append(other.active), original(self, other)))
+    monkeypatch.setattr(BeamBatch, "merge", lambda self, other: (merges.append((other.active, self.t - other.t)),
+                                                                 original(self, other)))
     vocab = digit_vocab()
     model = make_model(architecture, vocab, seed=3).eval()
     sources = random_sources(17, seed=12, longest=11)  # varied source lengths: padding is merged on refills
@@ -56,11 +61,14 @@ def test_streaming_equals_batching_on_real_models_and_ensembles(architecture, mo
                                   sort=False)
         assert tokens_of(streamed) == tokens_of(plain)
         assert scores_of(streamed) == pytest.approx(scores_of(plain), abs=1e-4)
-    assert len(merges) >= 4  # refilled batches caught up and joined the pool's query
+    assert len(merges) >= 4  # refilled batches joined the pool's query
+    behind = [shift for _, shift in merges if shift > 0]
+    assert bool(behind) == (architecture == "gru")  # a GRU's join at once, a Transformer's catch up first
 
 
-def test_streaming_with_lmbr_and_mask_hooks_equals_batching():
-    model = PrefixModel(vocab=6, seed=5, eos_bias=-0.3)
+@pytest.mark.parametrize("joins", [False, True])
+def test_streaming_with_lmbr_and_mask_hooks_equals_batching(joins):
+    model = PrefixModel(vocab=6, seed=5, eos_bias=-0.3, joins_at_any_step=joins)
     rng = random.Random(8)
     sources = random_sources(15, seed=3, vocab=9, longest=10)
     store = Store({i: build_lmatrix(ngram_posteriors(random_lattice(rng), 4, 1.0), THETA, 6, sentence=i)
@@ -110,3 +118,42 @@ def test_query_counter_counts_every_step_and_its_rows_without_changing_outputs()
             steps, rows = steps + 1, rows + int(batch.scores.numel())
             batch.step()
     assert (counter.queries, counter.rows) == (steps, rows) and rows > steps > 0
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_a_batch_joined_steps_later_decodes_as_alone(constrained):
+    """A fresh batch merged into one that has run 3 steps: its sentences' outputs are those of decoding them alone
+    (their limits, token histories and, constrained by acceptors whose EOS is often out of reach, the constraint
+    hook's limits and the backoff stack follow their own steps); a model that depends on the time refuses such a
+    join."""
+    model = PrefixModel(vocab=6, seed=7, eos_bias=-0.3, joins_at_any_step=True)
+    sources = random_sources(7, seed=5, longest=9)
+    settings = SearchSettings(beam=3, nbest=2, max_length_a=0.5, max_length_b=2)
+    factory = None
+    if constrained:
+        rng = random.Random(4)
+        acceptors = [Acceptor.from_strings(random_strings(rng, 4, longest=6)) for _ in sources]
+        factory = acceptor_hook_factory(acceptors, limits_of(sources, settings), EOS)
+
+    def batch_of(indices):
+        src, lengths = pad_sequences([sources[i] for i in indices], model.pad_id)
+        hook = factory(indices, torch.device("cpu")) if factory else None
+        return BeamBatch(model, src, lengths, max_output_lengths(lengths, 0.5, 2), settings, hook)
+
+    first, results = batch_of([0, 1, 2]), {}
+    for _ in range(3):
+        results.update(first.step())
+    late = batch_of([3, 4, 5, 6])
+    first.merge(late)
+    assert first.start[-4:] == [3, 3, 3, 3]
+    while not first.done:
+        results.update(first.step())
+    alone = decode_sources(model, sources, settings, batch_sentences=1, hook_factory=factory)
+    assert [tokens_of([results[k]]) for k in range(7)] == [tokens_of([hyps]) for hyps in alone]
+    assert scores_of([results[k] for k in range(7)]) == pytest.approx(scores_of(alone), abs=1e-5)
+    timed = PrefixModel(vocab=6, seed=7)
+    src, lengths = pad_sequences(sources[:2], timed.pad_id)
+    running = BeamBatch(timed, src[:1], lengths[:1], max_output_lengths(lengths[:1], 0.5, 2), settings)
+    running.step()
+    with pytest.raises(ValueError, match="cannot join"):
+        running.merge(BeamBatch(timed, src[1:], lengths[1:], max_output_lengths(lengths[1:], 0.5, 2), settings))
