@@ -124,6 +124,9 @@ class BeamBatch:
         self.hook = hook if hook is not None else ScoreHook()
         self.size = n                                  # sentences ever in the batch (positions 0..size-1)
         self.limits = max_lengths.to(device)           # [N] of the active sentences
+        self.source_lengths = src_lengths.tolist()     # of the active sentences
+        self.source_width = src.shape[1]               # the padded source length of the state
+        self.merged = False                            # a batch that took others in cuts its source padding
         self.state = model.encode(src, src_lengths.to(device))
         self.sentence = list(range(n))                 # batch position of each active sentence
         self.start = [0] * n                           # the step each active sentence joined at
@@ -173,6 +176,9 @@ class BeamBatch:
         self.backoff.merge(other.backoff, shift)
         self.sentence += [self.size + s for s in other.sentence]
         self.start += [start + shift for start in other.start]
+        self.source_lengths += other.source_lengths
+        self.source_width = max(self.source_width, other.source_width)
+        self.merged = True
         self.finished += other.finished
         self.size += other.size
         self.first_limit = min(self.first_limit, other.first_limit + shift)
@@ -240,6 +246,8 @@ class BeamBatch:
             tokens = top.tokens.view(-1).index_select(0, new_slot)
             scores = top.scores.view(-1).index_select(0, new_slot)
         usual = live is None and done is None
+        if self.merged and done is not None:  # before the reorder copies the per-source tensors
+            self._cut_source_padding(done)
         self.scores = scores
         self.history = torch.cat([self.history.index_select(0, index), tokens[:, None]], dim=1)
         # full before and after, in the same sentence blocks: the rows' sources are unchanged
@@ -259,6 +267,7 @@ class BeamBatch:
             new_slot = renumber[new_slot // beam] * beam + new_slot % beam
             self.sentence = [self.sentence[s] for s, is_done in enumerate(done_list) if not is_done]
             self.start = [self.start[s] for s, is_done in enumerate(done_list) if not is_done]
+            self.source_lengths = [n for n, is_done in zip(self.source_lengths, done_list) if not is_done]
             self.limits, self.count = self.limits.index_select(0, keep), self.count.index_select(0, keep)
             self.nth_best = self.nth_best.index_select(0, keep)
             self.backoff.select(keep)
@@ -269,6 +278,15 @@ class BeamBatch:
         self.row_slot = new_slot
         self.t += 1
         return ended
+
+    def _cut_source_padding(self, done: Tensor) -> None:
+        """When the longest sources of a merged batch end, cut the source padding of the state to the longest of the
+        sentences that go on (a refilled pool would otherwise keep the longest source it ever held). Batches that
+        never merged keep their width, so that plain batched decoding computes exactly as before."""
+        going_on = [n for n, is_done in zip(self.source_lengths, done.tolist()) if not is_done]
+        if going_on and max(going_on) < self.source_width:
+            self.source_width = max(going_on)
+            self.state = self.state.narrow_sources(self.source_width)
 
     def _done(self, live: Tensor | None, origin_row: Tensor, headroom: Tensor | None) -> Tensor | None:
         """[N] the sentences this step ends (None: none). Algorithm 1 (headroom None): B finished hypotheses, or no

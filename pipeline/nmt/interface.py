@@ -75,6 +75,13 @@ class DecoderState:
                 selected[name] = tensor.index_select(0, index)
         return DecoderState(selected, self.time, self.per_source, self.per_time)
 
+    def narrow_sources(self, width: int) -> "DecoderState":
+        """The state with its source axes cut to the first `width` positions (views): for rows whose sources are all
+        at most `width` long, so that only padding is cut."""
+        tensors = {k: v.narrow(self.per_source[k], 0, width) if k in self.per_source and
+                   v.shape[self.per_source[k]] > width else v for k, v in self.tensors.items()}
+        return DecoderState(tensors, self.time, self.per_source, self.per_time)
+
     @staticmethod
     def concat(states: Sequence["DecoderState"], any_time: bool = False) -> "DecoderState":
         """The rows of several states one after the other, with the same tensors; all at one time index, or, with

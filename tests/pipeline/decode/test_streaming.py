@@ -157,3 +157,42 @@ def test_a_batch_joined_steps_later_decodes_as_alone(constrained):
     running.step()
     with pytest.raises(ValueError, match="cannot join"):
         running.merge(BeamBatch(timed, src[1:], lengths[1:], max_output_lengths(lengths[1:], 0.5, 2), settings))
+
+
+def test_a_merged_batch_cuts_its_source_padding_when_its_longest_sources_end():
+    vocab = digit_vocab()
+    model = make_model("gru", vocab, seed=5).eval()
+    sources = [[5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, vocab.eos_id], [7, 8, vocab.eos_id], [9, 6, 5, vocab.eos_id]]
+    limits = torch.tensor([1, 6, 6])                   # the long sentence ends first
+    settings = SearchSettings(beam=2)
+
+    def batch_of(indices):
+        src, lengths = pad_sequences([sources[i] for i in indices], vocab.pad_id)
+        return BeamBatch(model, src, lengths, limits[indices], settings)
+
+    with torch.inference_mode():
+        alone = [beam_search_one(model, source, int(limit), settings) for source, limit in zip(sources, limits)]
+        running, results = batch_of([1]), {}
+        results.update(running.step())
+        running.merge(batch_of([0, 2]))                # joins one step behind; the state is padded to 12
+        assert running.state.tensors["memory"].shape[1] == 12
+        lengths, widths = {0: 3, 1: 12, 2: 4}, []           # by batch position
+        while not running.done:
+            results.update(running.step())
+            if not running.done:                        # always padded to the longest source still decoding
+                widths.append(running.state.tensors["memory"].shape[1])
+                assert widths[-1] == max(lengths[p] for p in running.sentence)
+        assert 12 in widths and 4 in widths
+    got = [results[1], results[0], results[2]]         # positions: the running sentence, then the joined ones
+    assert tokens_of(got) == tokens_of(alone)
+    assert scores_of(got) == pytest.approx(scores_of(alone), abs=1e-4)
+    unmerged = batch_of([0, 1, 2])
+    while not unmerged.done:
+        unmerged.step()
+        assert unmerged.state.tensors["memory"].shape[1] == 12  # never merged: computes as before
+
+
+def beam_search_one(model, source, limit, settings):
+    from pipeline.decode.beam_search import beam_search
+    src = torch.tensor([source])
+    return beam_search(model, src, torch.tensor([len(source)]), torch.tensor([limit]), settings)[0]
