@@ -10,6 +10,10 @@ max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTra
 torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
+OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (beam_speed.py), which keeps a shared machine's figures
+meaningful but slows both runtimes' many small parallel regions, CTranslate2's most. On a quiet machine, also run
+with OMP_WAIT_POLICY=ACTIVE (docs/RESULTS.md reports both).
+
     .venv/bin/python benchmarks/ct2_speed.py --model work/small/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
         --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
 """
