@@ -127,13 +127,14 @@ def _stream(model: StepModel, sources: Sequence[Sequence[int]], settings: Search
 def step_pool(pool: list[tuple[BeamBatch, list]]) -> tuple[BeamBatch, list, list[tuple[int, list[Hypothesis]]]]:
     """One step of a pool of batches, each with its payload (a list aligned with the batch's positions).
 
-    Batches merge first: with a model that joins at any step, every batch joins the one furthest on; otherwise
-    the batches at the least step merge. Then that batch steps; it leaves the pool when done. Returns the batch,
-    its payload and the (position, n-best) of the sentences the step ended.
+    Batches merge first: every batch joins the one furthest on when it can (BeamBatch.can_merge: a model that joins
+    at any step, or all at one step); otherwise the batches at the least step merge. Then that batch steps; it
+    leaves the pool when done. Returns the batch, its payload and the (position, n-best) of the sentences the step
+    ended.
     """
-    if getattr(pool[0][0].model, "joins_at_any_step", False):
-        base = max(pool, key=lambda entry: entry[0].t)
-        group = [entry for entry in pool if entry is not base]
+    furthest = max(pool, key=lambda entry: entry[0].t)
+    if all(furthest[0].can_merge(batch) for batch, _ in pool):
+        base, group = furthest, [entry for entry in pool if entry is not furthest]
     else:
         least = min(batch.t for batch, _ in pool)
         base, *group = [entry for entry in pool if entry[0].t == least]

@@ -32,10 +32,11 @@ are scored like any other token, as by greedy decoding); hooks forbid tokens: th
 constraint hooks whatever their acceptors do not allow, TokenMaskHook a fixed set (hooks.py).
 
 There is no padding on the target side: all rows share one time index, and a sentence that finishes simply stops
-having rows (a sentence that joined a running batch counts its own steps from its `start`: BeamBatch.merge). Empty slots (finished or pruned candidates, and the B-1 empty slots of the first step, where each
-sentence has only its [BOS] row) take part in the top-B as -inf, so a sentence's beam refills from its other
-candidates. Nothing in a step depends on the other sentences of the batch, so a sentence decodes to the same
-output alone or in any batch (up to floating-point differences of batched matrix products).
+having rows (a sentence that joined a running batch counts its own steps from its `start`: BeamBatch.merge).
+Empty slots (finished or pruned candidates, and the B-1 empty slots of the first step, where each sentence has
+only its [BOS] row) take part in the top-B as -inf, so a sentence's beam refills from its other candidates.
+Nothing in a step depends on the other sentences of the batch, so a sentence decodes to the same output alone or
+in any batch (up to floating-point differences of batched matrix products).
 """
 from __future__ import annotations
 
