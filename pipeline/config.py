@@ -313,6 +313,10 @@ class LmbrProfile:
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
 
+    race_sentences: tuple[int, ...] = ()  # TuneLMBR and TuneRescoring by successive halving: at each of these
+    #                                       prefixes of the tune_sentences, only the best race_keep of the points go on
+    race_keep: float = 1 / 3
+
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
     grid_mbr_alpha: tuple[float, ...] = ()  # path scales of lattice MBR's posteriors (empty: the lattices' alpha)
@@ -445,6 +449,10 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
                               "must list positive values (or none: the lattices' alpha)"),
                              ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
                              ("patience", lmbr.patience >= 1, "must be at least 1"),
+                             ("race_sentences", list(lmbr.race_sentences) == sorted(set(lmbr.race_sentences)) and
+                              all(0 < n < lmbr.tune_sentences for n in lmbr.race_sentences),
+                              "must list increasing prefixes, each between 0 and tune_sentences"),
+                             ("race_keep", 0 < lmbr.race_keep <= 1, "must be in (0, 1]"),
                              ("lattice_weight", lmbr.lattice_weight >= 0, "must not be negative"),
                              ("grid_lattice_weight", all(w >= 0 for w in lmbr.grid_lattice_weight),
                               "must list values that are not negative (or none: only lattice_weight)"),

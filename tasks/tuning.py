@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import luigi
 import torch
@@ -19,8 +19,8 @@ from pipeline.config import LmbrProfile
 from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.lmbr import lmbr_hook_factory
-from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, rescoring_grid, tune_lmbr,
-                                         tune_lmbr_in_stages)
+from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, best_bleu, race_grid,
+                                         rescoring_grid, tune_lmbr_in_stages)
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json
@@ -65,7 +65,7 @@ class TuneLMBR(PipelineTask):
         nbests = {"grid_nbest": lmbr.grid_nbest} if lmbr.grid_nbest else {}
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
                 "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, **nbests, "gains": lmbr.gain_forms(),
-                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed()}
+                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed(), **race_params(lmbr)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and nbest (-1, or absent in the
@@ -81,28 +81,39 @@ class TuneLMBR(PipelineTask):
                   for evidence, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
 
-        def translate(point) -> list[str]:
+        def translate(point: GridPoint, span: range) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
             factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha, point.nbest], theta), models.tgt_vocab.bos_id,
-                                        vocab_size=len(models.tgt_vocab), gains=point.gains)
+                                        sentence_ids=span, vocab_size=len(models.tgt_vocab), gains=point.gains)
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
                                       max_length_b=decode.max_length_b, weight=point.nmt_lambda,
                                       patience=lmbr.patience)
-            return translate_lines(lines, models, settings, processor, source=None,
+            return translate_lines(lines[span.start:span.stop], models, settings, processor, source=None,
                                    batch_sentences=decode.batch_sentences, sort=decode.sort,
                                    hook_factory=factory).text
 
         best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
                                             lmbr.alphas(self.profile_config.pbmt.alpha), lmbr.gain_forms(),
-                                            translate, lambda hyps: corpus_bleu(hyps, references, target).score,
-                                            nbests=nbest_choices(lmbr))
+                                            translate, prefix_bleu(references, target), len(lines),
+                                            nbests=nbest_choices(lmbr), checkpoints=lmbr.race_sentences,
+                                            keep=lmbr.race_keep)
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
                                        "grid": results})
-        return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
+        return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}
+
+
+def race_params(lmbr: LmbrProfile) -> dict[str, Any]:
+    """The race's settings for a tuning artifact's hash: none without one (the artifacts of before keep their ids)."""
+    return {"race_sentences": lmbr.race_sentences, "race_keep": lmbr.race_keep} if lmbr.race_sentences else {}
+
+
+def prefix_bleu(references: list[str], target: str) -> Callable[[list[str]], float]:
+    """score(outputs): the corpus BLEU of the outputs of the first len(outputs) tuning sentences."""
+    return lambda hyps: corpus_bleu(hyps, references[:len(hyps)], target).score
 
 
 def nbest_choices(lmbr: LmbrProfile) -> tuple[int, ...]:
@@ -154,7 +165,7 @@ class TuneRescoring(PipelineTask):
         lmbr = self.profile_config.lmbr
         return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
                 "grid_lattice_weight": lmbr.lattice_weights(), "patience": lmbr.patience,
-                "decode": self.profile_config.decode.hashed()}
+                "decode": self.profile_config.decode.hashed(), **race_params(lmbr)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
@@ -184,22 +195,24 @@ class TuneRescoring(PipelineTask):
             start, stores = GridPoint(1.0, 0.0, 0.0), {}
         grid = rescoring_grid(start, lmbr.lattice_weights())
 
-        def translate(point: RescoringPoint) -> list[str]:
-            constrain = acceptor_hook_factory([acceptors.get(k) for k in range(len(lines))], limits,
+        def translate(point: RescoringPoint, span: range) -> list[str]:
+            constrain = acceptor_hook_factory([acceptors.get(k) for k in span], limits[span.start:span.stop],
                                               models.tgt_vocab.eos_id, weight=point.lattice_weight)
             scorer = None
             if stores:
                 theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
                 scorer = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
-                                           vocab_size=len(models.tgt_vocab), gains=point.gains)
-            result = translate_lines(lines, models, dataclasses.replace(settings, weight=point.nmt_lambda), processor,
-                                     source=None, batch_sentences=decode.batch_sentences, sort=decode.sort,
+                                           sentence_ids=span, vocab_size=len(models.tgt_vocab), gains=point.gains)
+            result = translate_lines(lines[span.start:span.stop], models,
+                                     dataclasses.replace(settings, weight=point.nmt_lambda), processor, source=None,
+                                     batch_sentences=decode.batch_sentences, sort=decode.sort,
                                      hook_factory=chain_factories([scorer, constrain]))
-            return restorer.restore(range(len(lines)), result.bpe, result.text,
+            return restorer.restore(span, result.bpe, result.text,
                                     lambda words: processor.postprocess(words, subword=False))[0]
 
-        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
+        best, results = race_grid(grid, translate, prefix_bleu(references, target), len(lines),
+                                  lmbr.race_sentences, lmbr.race_keep)
         write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),
                                           "grid": results})
-        return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results),
+        return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}

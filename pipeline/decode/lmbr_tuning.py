@@ -10,18 +10,22 @@ n-best sizes, then gain forms, as given).
 
 :func:`tune_lmbr_in_stages` searches coordinate-wise, as TuneLMBR does: every lambda x alpha x n-best x gain form
 at the PBMT's p and r, then every p and r offset at the best of those (len(lambdas) * len(alphas) * len(nbests) *
-len(gains) + len(p_offsets) * len(r_offsets) decodings instead of their product).
+len(gains) + len(p_offsets) * len(r_offsets) decodings instead of their product). Each stage may be a race
+(:func:`race_grid`, successive halving over prefixes of the tuning sentences: Jamieson & Talwalkar 2016): the points
+far behind after a few sentences stop there, so the weakest settings, often the slowest (outputs looping to the
+length limit), cost a fraction of a full decoding.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from lattices.lmatrix import LMatrix
 from lattices.theta import Theta
 
-__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "lmbr_grid", "rescoring_grid", "tune_lmbr",
-           "tune_lmbr_in_stages"]
+__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "SpanDecoder", "best_bleu", "lmbr_grid", "race_grid",
+           "rescoring_grid", "tune_lmbr", "tune_lmbr_in_stages"]
 
 
 @dataclass(frozen=True)
@@ -78,36 +82,74 @@ class ReweightedStore:
         return sentence in self.store
 
 
+#: decode(point, sentences): the outputs of the tuning sentences in the range, in order.
+SpanDecoder = Callable[[GridPoint, range], list[str]]
+
+
+def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
+              checkpoints: Sequence[int] = (), keep: float = 1 / 3,
+              log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
+    """The best grid point on the first `sentences` tuning sentences, by successive halving over their prefixes.
+
+    Every point still in the race decodes up to the next checkpoint (and finally to `sentences`); at a checkpoint
+    only the best ceil(keep x n) of its n points go on, ties to the earlier in grid order. score(outputs) is the
+    BLEU of the first len(outputs) sentences. A point decodes each sentence once, so its outputs equal one decoding
+    of the whole prefix (decoding is batch invariant). Without checkpoints this is the full grid.
+
+    Returns the best point and every point's result in grid order; a point that left the race early has
+    "eliminated_at" (the prefix its BLEU is on).
+    """
+    if not grid:
+        raise ValueError("the LMBR grid is empty")
+    stops = [n for n in sorted(set(checkpoints)) if 0 < n < sentences] + [sentences]
+    outputs: dict[GridPoint, list[str]] = {point: [] for point in grid}
+    results: dict[GridPoint, dict] = {}
+    alive = list(dict.fromkeys(grid))
+    for stop in stops:
+        scores = {}
+        for point in alive:
+            outputs[point] += decode(point, range(len(outputs[point]), stop))
+            scores[point] = score(outputs[point])
+            log(", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+                          for key, value in asdict(point).items()) + f": BLEU {scores[point]:.2f} ({stop} sentences)")
+        going_on = set(sorted(alive, key=lambda point: -scores[point])[:max(1, math.ceil(keep * len(alive)))])
+        for point in alive:
+            results[point] = {**asdict(point), "bleu": scores[point]}
+            if stop < sentences and point not in going_on:
+                results[point]["eliminated_at"] = stop
+        if stop < sentences:
+            alive = [point for point in alive if point in going_on]
+    best = max(alive, key=lambda point: results[point]["bleu"])  # the first of ties: alive keeps grid order
+    return best, [results[point] for point in dict.fromkeys(grid)]
+
+
+def best_bleu(results: Sequence[dict]) -> float:
+    """The best BLEU among the points that finished the race (all of them without checkpoints)."""
+    return max(r["bleu"] for r in results if "eliminated_at" not in r)
+
+
 def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]],
               score: Callable[[list[str]], float],
               log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
-    """The best grid point by score(decode(point)), and every point's result (in grid order)."""
-    if not grid:
-        raise ValueError("the LMBR grid is empty")
-    results, best, best_score = [], None, float("-inf")
-    for point in grid:
-        value = score(decode(point))
-        results.append({**asdict(point), "bleu": value})
-        log(", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
-                      for key, value in asdict(point).items()) + f": BLEU {value:.2f}")
-        if value > best_score:
-            best, best_score = point, value
-    return best, results
+    """The best grid point by score(decode(point)), and every point's result (in grid order): the full grid."""
+    return race_grid(grid, lambda point, sentences: decode(point), score, 1, (), 1.0, log)
 
 
 def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
                         r_offsets: Sequence[float], alphas: Sequence[float], gains: Sequence[str],
-                        decode: Callable[[GridPoint], list[str]], score: Callable[[list[str]], float],
-                        log: Callable[[str], None] = lambda line: None,
-                        nbests: Sequence[int] = (-1,)) -> tuple[GridPoint, list[dict]]:
+                        decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
+                        log: Callable[[str], None] = lambda line: None, nbests: Sequence[int] = (-1,),
+                        checkpoints: Sequence[int] = (), keep: float = 1 / 3) -> tuple[GridPoint, list[dict]]:
     """Stage 1: lambda x alpha x n-best x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best
-    (its point is not decoded again). Returns the best point of both stages and every decoded point's result, in
-    order."""
-    first, results = tune_lmbr(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains, nbests), decode, score, log)
+    (its point is not decoded again); each stage a race (:func:`race_grid`). Returns the best point of both stages
+    and every decoded point's result, in order."""
+    def race(grid: Sequence[GridPoint]) -> tuple[GridPoint, list[dict]]:
+        return race_grid(grid, decode, score, sentences, checkpoints, keep, log)
+
+    first, results = race(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains, nbests))
     second = [point for point in lmbr_grid(p0, r0, [first.nmt_lambda], p_offsets, r_offsets, [first.alpha],
                                            [first.gains], [first.nbest]) if point != first]
     if not second:
         return first, results
-    first_bleu = max(r["bleu"] for r in results)
-    best, more = tune_lmbr(second, decode, score, log)
-    return (best if max(r["bleu"] for r in more) > first_bleu else first), results + more
+    best, more = race(second)
+    return (best if best_bleu(more) > best_bleu(results) else first), results + more
