@@ -28,15 +28,13 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lattices.acceptor_kernels import UNREACHABLE, cheapest_completion, fewest_tokens_to_final, reachable_order
 from lattices.lattice import Lattice
 
 if TYPE_CHECKING:
     from lattices.units import TokenMapper
 
 __all__ = ["Acceptor", "acceptor_of_lattice", "build_acceptor_shard", "load_acceptors", "save_acceptors"]
-
-_UNREACHABLE = np.iinfo(np.int64).max // 4
-
 
 @dataclass(frozen=True)
 class Acceptor:
@@ -60,18 +58,35 @@ class Acceptor:
     def build(cls, num_states: int, arcs: Iterable[tuple], final: Iterable[int] | Mapping[int, float]) -> "Acceptor":
         """From (src, label, dst) or (src, label, dst, cost) arcs and the final states (or {state: final cost});
         ValueError if it is not deterministic or has a cycle."""
-        rows = sorted(set(tuple(arc) + (0.0,) * (4 - len(arc)) for arc in arcs))
+        rows = [tuple(arc) + (0.0,) * (4 - len(arc)) for arc in arcs]
         table = np.asarray([r[:3] for r in rows], np.int64).reshape(-1, 3)
-        src, label, dst = table[:, 0], table[:, 1], table[:, 2]
-        if table.size and np.any((src[1:] == src[:-1]) & (label[1:] == label[:-1])):
-            k = int(np.flatnonzero((src[1:] == src[:-1]) & (label[1:] == label[:-1]))[0])
-            raise ValueError(f"not deterministic: state {src[k]} has two arcs labelled {label[k]}")
         final_costs = dict(final) if isinstance(final, Mapping) else dict.fromkeys(final, 0.0)
-        is_final, final_cost = np.zeros(num_states, bool), np.zeros(num_states)
-        is_final[list(final_costs)] = True
+        final_cost = np.full(num_states, np.inf)
         final_cost[list(final_costs)] = list(final_costs.values())
-        return cls(src, label, dst, is_final, _fewest_tokens_to_final(num_states, src, dst, is_final),
-                   np.asarray([r[3] for r in rows], np.float64), final_cost)
+        return cls._from_arrays(num_states, table[:, 0], table[:, 1], table[:, 2],
+                                np.asarray([r[3] for r in rows], np.float64), final_cost)
+
+    @classmethod
+    def _from_arrays(cls, num_states: int, src: np.ndarray, label: np.ndarray, dst: np.ndarray, cost: np.ndarray,
+                     final_cost: np.ndarray) -> "Acceptor":
+        """:meth:`build` from arc arrays and [Q] final costs (inf: not final): the arcs sorted by (src, label, dst,
+        cost), equal ones once."""
+        order = np.lexsort((cost, dst, label, src))
+        src, label, dst, cost = src[order], label[order], dst[order], cost[order]
+        if src.size:
+            repeat = np.zeros(src.size, bool)
+            repeat[1:] = (src[1:] == src[:-1]) & (label[1:] == label[:-1]) & (dst[1:] == dst[:-1]) & \
+                         (cost[1:] == cost[:-1])
+            src, label, dst, cost = src[~repeat], label[~repeat], dst[~repeat], cost[~repeat]
+        clash = (src[1:] == src[:-1]) & (label[1:] == label[:-1])
+        if clash.any():
+            k = int(np.flatnonzero(clash)[0])
+            raise ValueError(f"not deterministic: state {src[k]} has two arcs labelled {label[k]}")
+        is_final = np.isfinite(final_cost)
+        to_final = fewest_tokens_to_final(num_states, src, dst, is_final)
+        if to_final.size != num_states:
+            raise ValueError("the acceptor has a cycle")
+        return cls(src, label, dst, is_final, to_final, cost, np.where(is_final, final_cost, 0.0))
 
     @classmethod
     def from_lattice(cls, lattice: Lattice, bos_id: int, eos_id: int) -> "Acceptor":
@@ -83,32 +98,27 @@ class Acceptor:
             return cls.empty()
         if np.any(lattice.label == 0):
             raise ValueError("the lattice has epsilon arcs: remove them (and determinise) first")
+        src, dst, label = lattice.src.astype(np.int64), lattice.dst.astype(np.int64), lattice.label.astype(np.int64)
         to_end = _cheapest_completion(lattice)
-        src, dst, label = lattice.src.tolist(), lattice.dst.tolist(), lattice.label.tolist()
         # an arc's excess cost: its cost and the best completion after it, over the best completion before it
-        excess = (lattice.cost + to_end[lattice.dst] - to_end[lattice.src]).clip(min=0.0).tolist()
-        starts = [d for s, d, x in zip(src, dst, label) if s == lattice.start and x == bos_id]
-        start = starts[0] if len(starts) == 1 else lattice.start  # without a leading <s>: the lattice's start
-        keep = [(s, x, d, c) for s, d, x, c in zip(src, dst, label, excess) if x not in (bos_id, eos_id) or
-                (x == bos_id and s != lattice.start)]
-        finals: dict[int, float] = {}
-        for s, x, c in zip(src, label, excess):
-            if x == eos_id:
-                finals[s] = min(finals.get(s, np.inf), c)
-        for q in np.flatnonzero(np.isfinite(lattice.final)).tolist():
-            finals[q] = min(finals.get(q, np.inf), max(0.0, float(lattice.final[q] - to_end[q])))
+        excess = (lattice.cost + to_end[lattice.dst] - to_end[lattice.src]).clip(min=0.0)
+        starts = dst[(src == lattice.start) & (label == bos_id)]
+        start = int(starts[0]) if starts.size == 1 else lattice.start  # without a leading <s>: the lattice's start
+        keep = ((label != bos_id) & (label != eos_id)) | ((label == bos_id) & (src != lattice.start))
+        finals = np.full(lattice.num_states, np.inf)
+        ends = label == eos_id
+        np.minimum.at(finals, src[ends], excess[ends])
+        ending = np.isfinite(lattice.final)
+        finals[ending] = np.minimum(finals[ending], np.maximum(0.0, lattice.final[ending] - to_end[ending]))
         # renumber the states reachable from the start, the start first
-        order, seen, out = [start], {start}, {}
-        for s, x, d, _ in keep:
-            out.setdefault(s, []).append((x, d))
-        for q in order:
-            for _, d in out.get(q, ()):
-                if d not in seen:
-                    seen.add(d)
-                    order.append(d)
-        number = {q: i for i, q in enumerate(order)}
-        arcs = [(number[s], x, number[d], c) for s, x, d, c in keep if s in number]
-        acceptor = cls.build(len(order), arcs, {number[q]: c for q, c in finals.items() if q in number})
+        order = reachable_order(lattice.num_states, start, src[keep], dst[keep])
+        number = np.full(lattice.num_states, -1, np.int64)
+        number[order] = np.arange(order.size)
+        arcs = keep & (number[src] >= 0)
+        final_cost = np.full(order.size, np.inf)
+        final_cost[:] = finals[order]
+        acceptor = cls._from_arrays(order.size, number[src[arcs]], label[arcs], number[dst[arcs]],
+                                    excess[arcs].astype(np.float64), final_cost)
         return acceptor if acceptor.final.any() else cls.empty()
 
     @classmethod
@@ -162,7 +172,7 @@ class Acceptor:
 
     def shortest(self) -> int | None:
         """Tokens in the shortest accepted string (None: nothing is accepted)."""
-        return int(self.to_final[0]) if self.num_states and self.to_final[0] < _UNREACHABLE else None
+        return int(self.to_final[0]) if self.num_states and self.to_final[0] < UNREACHABLE else None
 
     def cost(self, tokens: Sequence[int]) -> float:
         """The cost of an accepted string over the best one (inf when it is not accepted)."""
@@ -179,37 +189,9 @@ class Acceptor:
 
 def _cheapest_completion(lattice: Lattice) -> np.ndarray:
     """[Q] the cost of the best path from each state to the end (the lattice's states are topologically sorted)."""
-    best = lattice.final.astype(np.float64).copy()
     order = np.argsort(-lattice.src, kind="stable")  # arcs by source state, last state first
-    src, dst, cost = lattice.src[order].tolist(), lattice.dst[order].tolist(), lattice.cost[order].tolist()
-    for s, d, c in zip(src, dst, cost):
-        if c + best[d] < best[s]:
-            best[s] = c + best[d]
-    return best
-
-
-def _fewest_tokens_to_final(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:
-    """Backward relaxation in reverse topological order; ValueError on a cycle."""
-    out: list[list[int]] = [[] for _ in range(n)]
-    indegree = np.zeros(n, np.int64)
-    for s, d in zip(src.tolist(), dst.tolist()):
-        out[s].append(d)
-        indegree[d] += 1
-    order, ready = [], [q for q in range(n) if indegree[q] == 0]
-    while ready:
-        q = ready.pop()
-        order.append(q)
-        for d in out[q]:
-            indegree[d] -= 1
-            if indegree[d] == 0:
-                ready.append(d)
-    if len(order) != n:
-        raise ValueError("the acceptor has a cycle")
-    dist = np.where(final, 0, _UNREACHABLE).astype(np.int64)
-    for q in reversed(order):
-        for d in out[q]:
-            dist[q] = min(dist[q], dist[d] + 1)
-    return dist
+    return cheapest_completion(lattice.final.astype(np.float64), lattice.src.astype(np.int64),
+                               lattice.dst.astype(np.int64), lattice.cost.astype(np.float64), order)
 
 
 # ------------------------------------------------------------------------------------ acceptors of a split

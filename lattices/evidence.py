@@ -24,7 +24,7 @@ from __future__ import annotations
 from lattices.determinize import SEMIRINGS, determinize
 from lattices.lattice import Lattice, from_paths
 from lattices.nbest import StringArrays, best_strings
-from lattices.openfst import ENGINES, openfst_best_string_arrays, openfst_determinize, openfst_fits
+from lattices.openfst import ENGINES, openfst_best_string_arrays, openfst_determinize, openfst_determinize_within
 from lattices.pruning import BoundedSpace, determinize_within
 
 __all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "check_space", "evidence_space",
@@ -68,10 +68,10 @@ def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: 
     scaled = lattice.scaled(alpha)
     if semiring == "tropical":
         if engine == "openfst":
-            return determinize_within(scaled, max_states, lambda lat, cap: openfst_fits(lat, "tropical", cap),
+            return determinize_within(scaled, max_states,
+                                      lambda lat, cap: openfst_determinize_within(lat, "tropical", cap),
                                       lambda lat: openfst_determinize(lat, "tropical"))
-        return determinize_within(scaled, max_states,
-                                  lambda lat, cap: determinize(lat, "tropical", cap) is not None,
+        return determinize_within(scaled, max_states, lambda lat, cap: determinize(lat, "tropical", cap),
                                   lambda lat: determinize(lat, "tropical"))
     return BoundedSpace(scaled)
 

@@ -24,7 +24,7 @@ from lattices.nbest import StringArrays
 from lattices.path_kernels import enumerate_paths, rank_strings, take_strings
 
 __all__ = ["ENGINES", "BestPaths", "openfst_best_paths", "openfst_best_string_arrays", "openfst_best_strings",
-           "openfst_determinize", "openfst_fits"]
+           "openfst_determinize", "openfst_determinize_within"]
 
 ENGINES = ("exact", "openfst")
 
@@ -39,8 +39,9 @@ def _prepared(lattice: Lattice, semiring: str):
     return pynini.rmepsilon(fst) if bool((lattice.label == 0).any()) else fst
 
 
-def openfst_fits(lattice: Lattice, semiring: str, max_states: int) -> bool:
-    """Whether the determinised lattice has at most ``max_states`` states, at the cost of at most max_states + 1.
+def openfst_determinize_within(lattice: Lattice, semiring: str, max_states: int) -> Lattice | None:
+    """The determinised lattice (as :func:`openfst_determinize`, array for array) if it has at most ``max_states``
+    states, else None, at the cost of at most max_states + 1 states.
 
     A determinisation stopped past the cap (OpenFst's ``nstate``), with the FST's properties computed first: left
     unknown, OpenFst tests them by a full determinisation (24 s and 2.7 GB on a KFTT lattice of 49k states).
@@ -48,10 +49,11 @@ def openfst_fits(lattice: Lattice, semiring: str, max_states: int) -> bool:
     import pynini
 
     if lattice.num_states == 0:
-        return True
+        return Lattice.empty(lattice.symbols)
     fst = _prepared(lattice, semiring)
     fst.properties(pynini.ACCEPTOR | pynini.I_DETERMINISTIC | pynini.ACYCLIC, True)
-    return pynini.determinize(fst, delta=_DELTA, nstate=max_states + 1).num_states() <= max_states
+    dfa = pynini.determinize(fst, delta=_DELTA, nstate=max_states + 1)
+    return _as_lattice(dfa, lattice) if dfa.num_states() <= max_states else None
 
 
 def openfst_determinize(lattice: Lattice, semiring: str) -> Lattice:
@@ -60,7 +62,11 @@ def openfst_determinize(lattice: Lattice, semiring: str) -> Lattice:
 
     if lattice.num_states == 0:
         return Lattice.empty(lattice.symbols)
-    dfa = pynini.determinize(_prepared(lattice, semiring), delta=_DELTA)
+    return _as_lattice(pynini.determinize(_prepared(lattice, semiring), delta=_DELTA), lattice)
+
+
+def _as_lattice(dfa, lattice: Lattice) -> Lattice:
+    """A determinised FST as a Lattice with the symbols of the lattice it came from."""
     result = Lattice.from_fst(dfa)
     return Lattice(result.num_states, result.start, result.src, result.dst, result.label, result.cost,
                    result.final, lattice.symbols)

@@ -10,9 +10,8 @@ determinises to 5.7 million (3 GB in OpenFst; the forward pass over its n-gram h
   every path within m of the best survives, and a path built from such arcs may cost a little more);
 - :func:`determinize_within` determinises the whole lattice when the result has at most ``max_states`` states
   (the evidence space is unchanged), and otherwise the lattice pruned to the largest margin, among the arcs' own
-  margins, whose determinisation fits (bisection; each step asks the engine whether a pruning fits, by a
-  determinisation stopped past the budget, so no step costs more than ``max_states`` states; the chosen pruning
-  is then determinised once).
+  margins, whose determinisation fits (bisection; each step determinises a pruning within the budget, stopped
+  past it, so no step costs more than ``max_states`` states; the last pruning that fitted is the result).
 
 The margin chosen is returned with the lattice and recorded per sentence; ``inf`` means unpruned.
 """
@@ -28,8 +27,8 @@ from lattices.lattice import INF, Lattice
 
 __all__ = ["BoundedSpace", "arc_margins", "prune", "determinize_within"]
 
-#: Whether a lattice determinises to at most the given number of states (and costs no more than that to say).
-Fits = Callable[[Lattice, int], bool]
+#: within(lattice, cap): the lattice determinised if that has at most cap states, else None (at no more than that).
+DeterminizeWithin = Callable[[Lattice, int], "Lattice | None"]
 
 
 @dataclass(frozen=True)
@@ -81,29 +80,32 @@ def _pruned(lattice: Lattice, through_arc: np.ndarray, through_final: np.ndarray
     return lattice.subset(through_arc <= margin, np.where(through_final <= margin, lattice.final, INF))
 
 
-def determinize_within(lattice: Lattice, max_states: int, fits: Fits,
+def determinize_within(lattice: Lattice, max_states: int, within: DeterminizeWithin,
                        determinize: Callable[[Lattice], Lattice]) -> BoundedSpace:
     """The determinised lattice if it has at most ``max_states`` states, else that of the widest pruning that fits.
 
-    ``fits(lattice, cap)``: whether the lattice determinises to at most ``cap`` states; ``determinize(lattice)``:
-    its deterministic equivalent. ``max_states`` 0 means no bound. Raises ValueError when even the best paths
-    alone (margin 0) do not fit.
+    ``within(lattice, cap)``: the lattice determinised within ``cap`` states, or None; ``determinize(lattice)``:
+    its deterministic equivalent, without a bound. ``max_states`` 0 means no bound. Raises ValueError when even the
+    best paths alone (margin 0) do not fit.
     """
     if max_states < 0:
         raise ValueError(f"max_states must be 0 (no bound) or positive, not {max_states}")
-    if not max_states or fits(lattice, max_states):
+    if not max_states:
         return BoundedSpace(determinize(lattice))
+    whole = within(lattice, max_states)
+    if whole is not None:
+        return BoundedSpace(whole)
     through_arc, through_final = arc_margins(lattice)
     candidates = np.unique(np.concatenate([through_arc, through_final[np.isfinite(through_final)]]))
-    lo, hi = -1, len(candidates) - 1   # candidates[hi] keeps everything: it does not fit
+    lo, hi, fitted = -1, len(candidates) - 1, None   # candidates[hi] keeps everything: it does not fit
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if fits(_pruned(lattice, through_arc, through_final, float(candidates[mid])), max_states):
-            lo = mid
+        result = within(_pruned(lattice, through_arc, through_final, float(candidates[mid])), max_states)
+        if result is not None:
+            lo, fitted = mid, result
         else:
             hi = mid
-    if lo < 0:
+    if fitted is None:
         raise ValueError(f"even the best paths of the lattice ({lattice.num_states} states) determinise to more "
                          f"than {max_states} states: raise the bound")
-    margin = float(candidates[lo])
-    return BoundedSpace(determinize(_pruned(lattice, through_arc, through_final, margin)), margin)
+    return BoundedSpace(fitted, float(candidates[lo]))

@@ -21,6 +21,7 @@ from pipeline.deploy.system import KINDS
 from pipeline.errors import PipelineError
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
+from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
 from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
@@ -99,18 +100,46 @@ def share_the_scheduler() -> None:
         config.set("worker", "max_keep_alive_idle_duration", f"{idle} minutes")
 
 
-def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
-    """The models of the run whose training was stopped by its wall-clock guard (budget_seconds) before its fixed
-    number of updates: such a model, and every score that uses it, depends on the machine's speed."""
-    from tasks.nmt import TrainNMT
-
-    seen, todo, stops = set(), list(reports), []
+def task_graph(reports: list[luigi.Task]) -> list[luigi.Task]:
+    """Every task the reports require, each once (depth first)."""
+    seen, todo, tasks = set(), list(reports), []
     while todo:
         task = todo.pop()
         if task.task_id in seen:
             continue
         seen.add(task.task_id)
+        tasks.append(task)
         todo.extend(luigi.task.flatten(task.requires()))
+    return tasks
+
+
+def artifact_graph(reports: list[luigi.Task]) -> dict[Path, list[Path]]:
+    """{artifact folder: the artifact folders it is built from} over the reports' task graph (tasks without a
+    folder of their own, such as the reports, pass their inputs through)."""
+    stands_for: dict[str, set[Path]] = {}
+
+    def folders(task: luigi.Task) -> set[Path]:
+        if task.task_id not in stands_for:
+            if isinstance(task, PipelineTask):
+                stands_for[task.task_id] = {task.artifact_dir()}
+            else:
+                stands_for[task.task_id] = set().union(*map(folders, luigi.task.flatten(task.requires())))
+        return stands_for[task.task_id]
+
+    graph: dict[Path, list[Path]] = {}
+    for task in reversed(task_graph(reports)):  # inputs before the tasks built from them
+        if isinstance(task, PipelineTask):
+            graph[task.artifact_dir()] = sorted(set().union(*map(folders, luigi.task.flatten(task.requires()))))
+    return graph
+
+
+def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
+    """The models of the run whose training was stopped by its wall-clock guard (budget_seconds) before its fixed
+    number of updates: such a model, and every score that uses it, depends on the machine's speed."""
+    from tasks.nmt import TrainNMT
+
+    stops = []
+    for task in task_graph(reports):
         if isinstance(task, TrainNMT) and task.complete():
             stats = task.signature()["stats"]
             if stats.get("stop_reason") == "budget":
@@ -173,8 +202,8 @@ def run(args: argparse.Namespace) -> int:
                          [figure for report in reports for figure in report.speed_figures()],
                          [record for report in reports for record in report.significance()],
                          {s: SYSTEM_NOTES[s] for s in systems})
-    work_dir = Path(args.work_dir or luigi.configuration.get_config().get("lmbr", "work_dir"))
-    paths += write_stage_times(out, work_dir / profile, tasks, f"Build time of every stage per task, profile {profile}")
+    paths += write_stage_times(out, artifact_graph(reports), tasks,
+                               f"Build time of every stage per task, profile {profile}", args.workers)
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in wall_clock_stops(reports):
         print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "

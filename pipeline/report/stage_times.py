@@ -1,14 +1,16 @@
-"""Wall time of every stage per task, read back from the artifacts' signatures (each records its build seconds).
+"""Build time of every stage per task, read back from the signatures of a run's artifacts (each records its build
+seconds), and the least wall time those builds need on a number of workers.
 
-Stages group the artifact folders of a work directory: `<work>/<profile>/<task>/<stage>/<artifact>/signature.json`.
-A stage's time is the sum over its artifacts (e.g. both GRU seeds under `nmt`); with several Luigi workers the
-stages of one task overlap, so the sum over stages is work, not the task's wall time.
+An artifact folder is `<work>/<profile>/<task>/<stage>/<artifact>/` with a `signature.json`. Only the artifacts of
+the run count (the caller walks its task graph), each once, so the obsolete artifacts of earlier settings that a
+work folder keeps are left out. A stage's time is the sum over its artifacts (e.g. both GRU seeds under `nmt`); with
+several workers the stages of one task overlap, so the sum over stages is work, not the task's wall time.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pipeline.io import atomic_path, write_text
 from pipeline.report import render
@@ -23,24 +25,53 @@ STAGES = (("tokenized", "tokenize"), ("truecaser", "truecaser"), ("truecased", "
           ("lattice-mbr", "lattice MBR"), ("speed", "speed figures"), ("bleu", "BLEU"),
           ("significance", "significance"))
 
+#: {artifact folder: the folders of the artifacts it was built from}
+ArtifactGraph = Mapping[Path, Sequence[Path]]
 
-def stage_seconds(profile_dir: Path, tasks: Sequence[str]) -> dict[str, dict[str, float]]:
-    """{task: {stage folder: seconds summed over its finished artifacts}}."""
-    times: dict[str, dict[str, float]] = {}
-    for task in tasks:
-        per_stage: dict[str, float] = {}
-        for signature in sorted((Path(profile_dir) / task).glob("*/*/signature.json")):
-            stage = signature.parent.parent.name
-            seconds = float(json.loads(signature.read_text(encoding="utf-8")).get("seconds", 0.0))
-            per_stage[stage] = per_stage.get(stage, 0.0) + seconds
-        times[task] = per_stage
+
+def build_seconds(folder: Path) -> float | None:
+    """The build seconds its signature records; None while the artifact is not finished."""
+    signature = Path(folder) / "signature.json"
+    if not signature.exists():
+        return None
+    return float(json.loads(signature.read_text(encoding="utf-8")).get("seconds", 0.0))
+
+
+def stage_seconds(graph: ArtifactGraph, tasks: Sequence[str]) -> dict[str, dict[str, float]]:
+    """{task: {stage folder: seconds summed over its finished artifacts}}, for the tasks named (in their order)."""
+    times: dict[str, dict[str, float]] = {task: {} for task in tasks}
+    for folder in sorted(set(map(Path, graph))):
+        seconds, task, stage = build_seconds(folder), folder.parent.parent.name, folder.parent.name
+        if seconds is not None and task in times:
+            times[task][stage] = times[task].get(stage, 0.0) + seconds
     return times
 
 
-def _ordered(times: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
-    present = {stage for per_stage in times.values() for stage in per_stage}
-    known = [(folder, name) for folder, name in STAGES if folder in present]
-    return known + [(folder, folder) for folder in sorted(present - {f for f, _ in STAGES})]
+def longest_chain(graph: ArtifactGraph) -> tuple[float, list[Path]]:
+    """The chain of artifacts, each built from the one before, with the most build seconds (unfinished artifacts
+    count 0): no schedule on any number of workers finishes before it. Returns (seconds, folders in build order)."""
+    finish: dict[Path, tuple[float, Path | None]] = {}
+    for root in graph:
+        todo = [(Path(root), False)]
+        while todo:  # iterative depth-first: the graphs of a paper run are deep
+            folder, ready = todo.pop()
+            if folder in finish:
+                continue
+            inputs = [Path(i) for i in graph.get(folder, ())]
+            if not ready:
+                todo.append((folder, True))
+                todo.extend((i, False) for i in inputs if i not in finish)
+                continue
+            before = max(((finish[i][0], i) for i in inputs), default=(0.0, None), key=lambda pair: pair[0])
+            finish[folder] = (before[0] + (build_seconds(folder) or 0.0), before[1])
+    if not finish:
+        return 0.0, []
+    end = max(finish, key=lambda folder: finish[folder][0])
+    chain, folder = [], end
+    while folder is not None:
+        chain.append(folder)
+        folder = finish[folder][1]
+    return finish[end][0], chain[::-1]
 
 
 def stage_table(times: dict[str, dict[str, float]]) -> tuple[list[str], list[list]]:
@@ -55,11 +86,29 @@ def stage_table(times: dict[str, dict[str, float]]) -> tuple[list[str], list[lis
     return ["stage (minutes)", *tasks, "all tasks"], rows
 
 
-def write_stage_times(out: Path, profile_dir: Path, tasks: Sequence[str], title: str) -> list[Path]:
-    """stage_times.{md,csv,png} in `out`."""
-    times = stage_seconds(profile_dir, tasks)
+def least_wall_time(times: dict[str, dict[str, float]], graph: ArtifactGraph, workers: int) -> str:
+    """A sentence: the work, the longest chain and the wall time no run on `workers` workers can beat."""
+    work = sum(sum(per_stage.values()) for per_stage in times.values()) / 60
+    chain_seconds, chain = longest_chain(graph)
+    stages = " -> ".join(dict.fromkeys(f"{folder.parent.parent.name} {folder.parent.name}" for folder in chain))
+    bound = max(work / max(1, workers), chain_seconds / 60)
+    return (f"{work:.1f} minutes of work; the longest chain of builds {chain_seconds / 60:.1f} minutes ({stages}); "
+            f"so at least {bound:.1f} minutes of wall time on {workers} worker(s) of the same speed.")
+
+
+def _ordered(times: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
+    present = {stage for per_stage in times.values() for stage in per_stage}
+    known = [(folder, name) for folder, name in STAGES if folder in present]
+    return known + [(folder, folder) for folder in sorted(present - {f for f, _ in STAGES})]
+
+
+def write_stage_times(out: Path, graph: ArtifactGraph, tasks: Sequence[str], title: str,
+                      workers: int = 1) -> list[Path]:
+    """stage_times.{md,csv,png} in `out`, over the artifacts of `graph`."""
+    times = stage_seconds(graph, tasks)
     header, rows = stage_table(times)
-    write_text(out / "stage_times.md", render.markdown(header, rows, title))
+    write_text(out / "stage_times.md", render.markdown(header, rows, title) + "\n"
+               + least_wall_time(times, graph, workers) + "\n")
     write_text(out / "stage_times.csv", render.csv_text(header, rows))
     _plot(times, out / "stage_times.png", title)
     return [out / "stage_times.md", out / "stage_times.csv", out / "stage_times.png"]

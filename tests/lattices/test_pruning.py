@@ -8,15 +8,16 @@ import pytest
 from lattices.determinize import determinize
 from lattices.evidence import bounded_evidence_space
 from lattices.lattice import Lattice
-from lattices.openfst import openfst_determinize, openfst_fits
+from lattices.openfst import openfst_determinize, openfst_determinize_within
 from lattices.posteriors import forward_posteriors, ngram_posteriors
 from lattices.pruning import arc_margins, determinize_within, prune
 from tests.lattices.helpers import assert_close, brute_force, random_fst
 
-#: per engine: (fits(lattice, cap), determinize(lattice)) in the tropical semiring
+#: per engine: (within(lattice, cap), determinize(lattice)) in the tropical semiring
 ENGINES = {
-    "exact": (lambda lat, cap: determinize(lat, "tropical", cap) is not None, lambda lat: determinize(lat, "tropical")),
-    "openfst": (lambda lat, cap: openfst_fits(lat, "tropical", cap), lambda lat: openfst_determinize(lat, "tropical")),
+    "exact": (lambda lat, cap: determinize(lat, "tropical", cap), lambda lat: determinize(lat, "tropical")),
+    "openfst": (lambda lat, cap: openfst_determinize_within(lat, "tropical", cap),
+                lambda lat: openfst_determinize(lat, "tropical")),
 }
 
 
@@ -93,13 +94,18 @@ def test_negative_margin_is_refused():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_lattice_fits_exactly_up_to_its_determinised_size(engine):
-    fits, det = ENGINES[engine]
+def test_a_lattice_determinises_within_exactly_up_to_its_determinised_size(engine):
+    """Within the cap the result is the unbounded determinisation, array for array; one state less: None."""
+    within, det = ENGINES[engine]
     for _, lattice in random_lattices(4, 30):
-        size = det(lattice).num_states
-        assert fits(lattice, size) and fits(lattice, size + 5)
-        if size > 1:
-            assert not fits(lattice, size - 1)
+        whole = det(lattice)
+        for cap in (whole.num_states, whole.num_states + 5):
+            got = within(lattice, cap)
+            assert got is not None and (got.num_states, got.start) == (whole.num_states, whole.start)
+            for name in ("src", "dst", "label", "cost", "final"):
+                assert np.array_equal(getattr(got, name), getattr(whole, name))
+        if whole.num_states > 1:
+            assert within(lattice, whole.num_states - 1) is None
     full = random_lattices(4, 1)
     _, lattice = next(full)
     capped = determinize(lattice, "tropical", det(lattice).num_states)
