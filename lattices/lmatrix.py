@@ -137,13 +137,15 @@ def build_lmatrix(posteriors: NgramPosteriors, theta: Theta, vocab_size: int, se
 
 
 def compile_kernels() -> None:
-    """Compile the posterior and L kernels (numba), or load them from numba's cache: what a server does once at
-    start, so that its first request does not wait for the compiler (about 30 s without a cache)."""
+    """Compile the posterior, L and acceptor kernels (numba), or load them from numba's cache: what a server does
+    once at start, so that its first request does not wait for the compiler (about 30 s without a cache)."""
+    from lattices.acceptor import Acceptor
     from lattices.lattice import from_paths
 
     lattice = from_paths([((5, 6, 7), 0.5), ((5, 7), 1.0)])
     for nbest in (0, 2):
         build_lmatrix(ngram_posteriors(lattice, MAX_ORDER, nbest=nbest), Theta.from_precisions([60, 35, 21, 13]), 8)
+    Acceptor.from_lattice(lattice, 1, 2)
 
 
 # ---------------------------------------------------------------------------------------------- shards

@@ -92,7 +92,7 @@ class Translator:
         self.pbmt = self._pbmt() if system.kind.needs_lattices else None
         self.settings = self._search_settings() if self.models is not None else None
         self.mapper = self._mapper() if system.kind.lmbr or system.kind.constrained else None
-        if system.kind.lmbr:
+        if system.kind.lmbr or system.kind.constrained:
             from lattices.lmatrix import compile_kernels
 
             compile_kernels()

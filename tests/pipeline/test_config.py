@@ -210,3 +210,17 @@ def test_a_patience_below_one_is_refused(tmp_path):
     folder = edit_config(tmp_path, "profiles/small.toml", "patience = 4.0", "patience = 0.5")
     with pytest.raises(ConfigError, match="'lmbr.patience' must be at least 1"):
         config.load_profile("small", folder)
+
+
+def test_race_checkpoints_must_rise_within_the_tuning_sentences(tmp_path):
+    lmbr = config.load_profile("small").lmbr
+    assert (lmbr.race_sentences, lmbr.race_keep) == ((25, 50), 0.3333)
+    assert config.load_profile("tiny").lmbr.race_sentences == ()  # no race: the full grid
+    for name, bad in (("a", "[50, 25]"), ("b", "[25, 100]"), ("c", "[0, 50]")):
+        folder = edit_config(tmp_path / name, "profiles/small.toml", "race_sentences = [25, 50]",
+                             f"race_sentences = {bad}")
+        with pytest.raises(ConfigError, match="'lmbr.race_sentences' must list increasing prefixes"):
+            config.load_profile("small", folder)
+    folder = edit_config(tmp_path / "d", "profiles/small.toml", "race_keep = 0.3333", "race_keep = 0.0")
+    with pytest.raises(ConfigError, match=r"'lmbr.race_keep' must be in \(0, 1\]"):
+        config.load_profile("small", folder)
