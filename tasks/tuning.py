@@ -4,6 +4,9 @@
   DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha.
 - TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
   lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings).
+
+With `[lmbr] race_sentences`, both grids are races (pipeline/decode/lmbr_tuning.py: race_grid): each point decodes
+growing prefixes of the tuning sentences, and only the best `race_keep` of them go on at each prefix.
 """
 from __future__ import annotations
 
