@@ -115,10 +115,8 @@ class Acceptor:
         number = np.full(lattice.num_states, -1, np.int64)
         number[order] = np.arange(order.size)
         arcs = keep & (number[src] >= 0)
-        final_cost = np.full(order.size, np.inf)
-        final_cost[:] = finals[order]
         acceptor = cls._from_arrays(order.size, number[src[arcs]], label[arcs], number[dst[arcs]],
-                                    excess[arcs].astype(np.float64), final_cost)
+                                    excess[arcs].astype(np.float64), finals[order])
         return acceptor if acceptor.final.any() else cls.empty()
 
     @classmethod

@@ -27,18 +27,26 @@ def cheapest_completion(final: np.ndarray, src: np.ndarray, dst: np.ndarray, cos
 
 
 @njit(cache=True)
-def reachable_order(num_states: int, start: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """The states reachable from `start`, breadth first: `start`, then the targets of each state's arcs in the
-    order the arcs are given, each state at its first sight."""
+def _targets_by_source(num_states: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arcs' targets grouped by source (in the given order within one): state q's are
+    targets[first[q]:first[q + 1]]."""
     count = np.zeros(num_states + 1, np.int64)
     for s in src:
         count[s + 1] += 1
     first = np.cumsum(count)
     fill = first[:-1].copy()
     targets = np.empty(src.size, np.int64)
-    for k in range(src.size):  # grouped by source, in the given order within one
+    for k in range(src.size):
         targets[fill[src[k]]] = dst[k]
         fill[src[k]] += 1
+    return first, targets
+
+
+@njit(cache=True)
+def reachable_order(num_states: int, start: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The states reachable from `start`, breadth first: `start`, then the targets of each state's arcs in the
+    order the arcs are given, each state at its first sight."""
+    first, targets = _targets_by_source(num_states, src, dst)
     seen = np.zeros(num_states, np.bool_)
     order = np.empty(num_states, np.int64)
     order[0], seen[start], size = start, True, 1
@@ -59,17 +67,10 @@ def reachable_order(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
 def fewest_tokens_to_final(num_states: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:
     """[Q] int64: the fewest arcs from each state to a final state (UNREACHABLE: none), by relaxing the states in
     reverse topological order; a state count below Q in that order means a cycle (returned as an empty array)."""
+    first, targets = _targets_by_source(num_states, src, dst)
     indegree = np.zeros(num_states, np.int64)
-    count = np.zeros(num_states + 1, np.int64)
-    for k in range(src.size):
-        indegree[dst[k]] += 1
-        count[src[k] + 1] += 1
-    first = np.cumsum(count)
-    fill = first[:-1].copy()
-    targets = np.empty(src.size, np.int64)
-    for k in range(src.size):
-        targets[fill[src[k]]] = dst[k]
-        fill[src[k]] += 1
+    for d in dst:
+        indegree[d] += 1
     ready = np.empty(num_states, np.int64)
     top = 0
     for q in range(num_states):

@@ -127,7 +127,7 @@ def artifact_graph(reports: list[luigi.Task]) -> dict[Path, list[Path]]:
         return stands_for[task.task_id]
 
     graph: dict[Path, list[Path]] = {}
-    for task in reversed(task_graph(reports)):  # inputs before the tasks built from them
+    for task in task_graph(reports):
         if isinstance(task, PipelineTask):
             graph[task.artifact_dir()] = sorted(set().union(*map(folders, luigi.task.flatten(task.requires()))))
     return graph

@@ -94,7 +94,8 @@ def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[l
     Every point still in the race decodes up to the next checkpoint (and finally to `sentences`); at a checkpoint
     only the best ceil(keep x n) of its n points go on, ties to the earlier in grid order. score(outputs) is the
     BLEU of the first len(outputs) sentences. A point decodes each sentence once, so its outputs equal one decoding
-    of the whole prefix (decoding is batch invariant). Without checkpoints this is the full grid.
+    of the whole prefix (decoding is batch invariant, up to the float rounding of batched products that can turn a
+    near-tie: beam_search.py). Without checkpoints this is the full grid.
 
     Returns the best point and every point's result in grid order; a point that left the race early has
     "eliminated_at" (the prefix its BLEU is on).

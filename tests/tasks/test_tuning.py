@@ -21,8 +21,10 @@ def _configs(folder, race: str):
     # and r (stage 2) let L pull the output towards the lattice, where BLEU tells the points apart
     text = re.sub(r"^grid_p = .*$", "grid_p = [-0.5, -0.4, -0.3, 0.0]", text, flags=re.M)
     text = re.sub(r"^grid_r = .*$", "grid_r = [-0.2, 0.0]", text, flags=re.M)
-    profile.write_text(re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.0, 3.0, 1e5]", text,
-                              flags=re.M))
+    text = re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.0, 3.0, 1e5]", text, flags=re.M)
+    # one sentence per decoder batch: the race's spans and the full grid then compute the same products, so no
+    # near-tie can part them on another CPU (batched products round differently: beam_search.py)
+    profile.write_text(re.sub(r"^batch_sentences = .*$", "batch_sentences = 1", text, flags=re.M))
     return configs
 
 
