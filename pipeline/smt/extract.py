@@ -7,6 +7,7 @@ enumerating every target span. Both sides are at most ``max_length`` words.
 """
 from __future__ import annotations
 
+import bisect
 from typing import Iterator, Sequence
 
 Span = tuple[int, int, int, int]  # source start, source end, target start, target end (inclusive)
@@ -51,6 +52,9 @@ def extract_pairs(src: Sequence[str], tgt: Sequence[str], links: Sequence[tuple[
                   max_length: int = 7) -> Iterator[tuple[str, str, str]]:
     """(source phrase, target phrase, local alignment ``"i-j ..."``) of every consistent pair of a sentence pair."""
     link_set = sorted(set(links))
+    # A consistent pair holds exactly the links of its source words, a run of link_set: first_link[i] is where
+    # source word i's links start.
+    first_link = [bisect.bisect_left(link_set, (i,)) for i in range(len(src) + 1)]
     for i1, i2, j1, j2 in extract_spans(len(src), len(tgt), link_set, max_length):
-        local = " ".join(f"{i - i1}-{j - j1}" for i, j in link_set if i1 <= i <= i2 and j1 <= j <= j2)
+        local = " ".join(f"{i - i1}-{j - j1}" for i, j in link_set[first_link[i1]:first_link[i2 + 1]])
         yield " ".join(src[i1:i2 + 1]), " ".join(tgt[j1:j2 + 1]), local

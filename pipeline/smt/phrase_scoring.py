@@ -14,6 +14,7 @@ Memory holds the word translation table and one source phrase's pairs at a time,
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -27,7 +28,7 @@ import numpy as np
 
 from pipeline.io import atomic_path, gzip_writer
 from pipeline.smt.extract import extract_pairs
-from pipeline.smt.lexical import LexicalTable
+from pipeline.smt.lexical import LexicalTable, LexicalWeigher
 from pipeline.smt.phrase_table import SEP, FastFormWriter
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def _lines(path: Path) -> Iterator[list[str]]:
 
 
 def _invert(alignment: str) -> str:
+    """``"i-j ..."`` -> ``"j-i ..."``, sorted (few distinct alignments make most of millions of pairs)."""
     return " ".join(f"{j}-{i}" for j, i in sorted((int(j), int(i)) for i, _, j in
                                                    (p.partition("-") for p in alignment.split())))
 
@@ -57,13 +59,14 @@ def extract_corpus(source: Iterable[Sequence[str]], target: Iterable[Sequence[st
                    inverse: Path) -> tuple[LexicalTable, int, int]:
     """Write the extracted pairs both ways; returns the word translation table, sentences and pairs."""
     lexical = LexicalTable()
+    invert = functools.lru_cache(maxsize=1 << 20)(_invert)
     sentences = pairs = 0
     with direct.open("w", encoding="utf-8") as fd, inverse.open("w", encoding="utf-8") as fi:
         for src, tgt, links in zip(source, target, alignments):
             lexical.add(src, tgt, links)
             for f, e, a in extract_pairs(src, tgt, links, max_length):
                 fd.write(f"{f}{SEP}{e}{SEP}{a}\n")
-                fi.write(f"{e}{SEP}{f}{SEP}{_invert(a)}\n")
+                fi.write(f"{e}{SEP}{f}{SEP}{invert(a)}\n")
                 pairs += 1
             sentences += 1
     return lexical, sentences, pairs
@@ -126,24 +129,28 @@ def build_phrase_table(source: Iterable[Sequence[str]], target: Iterable[Sequenc
 def _score(direct: Path, inverse: Path, lexical: LexicalTable, text_path: Path, fast_path: Path,
            max_length: int) -> tuple[int, int]:
     writer = FastFormWriter(max_length)
+    weigher = LexicalWeigher(lexical)
     pairs = sources = 0
-    with atomic_path(Path(text_path)) as tmp, gzip_writer(tmp, 3, text=True) as out:
-        joined = itertools.zip_longest(_lines(direct), _lines(inverse), fillvalue=["", "", ""])
-        for f, group in itertools.groupby(joined, key=lambda x: x[0][0]):
+    with atomic_path(Path(text_path)) as tmp, gzip_writer(tmp, 3, text=True) as out, \
+            direct.open(encoding="utf-8") as direct_lines, inverse.open(encoding="utf-8") as inverse_lines:
+        joined = itertools.zip_longest(direct_lines, inverse_lines, fillvalue="")
+        for f, group in itertools.groupby(joined, key=lambda lines: lines[0].partition(SEP)[0]):
             f_words = f.split()
-            targets, scores = [], []
-            for (_, e, counts, align), (f2, e2, c_e) in group:
-                if (f2, e2) != (f, e):
+            targets, probabilities, text = [], [], []
+            for direct_line, inverse_line in group:
+                _, e, counts, align = direct_line.rstrip("\n").split(SEP) if direct_line else ("", "", "", "")
+                f2, e2, c_e = inverse_line.rstrip("\n").split(SEP) if inverse_line else ("", "", "")
+                if e2 != e or f2 != f or not direct_line:
                     raise RuntimeError(f"phrase scoring: the passes disagree at {f!r} ||| {e!r} vs {f2!r} ||| {e2!r}")
-                c_fe, c_f = (int(x) for x in counts.split())
-                links = [(int(i), int(j)) for i, _, j in (p.partition("-") for p in align.split())]
-                lex_fe, lex_ef = lexical.weights(f_words, e.split(), links)
+                c_fe_text, _, c_f_text = counts.partition(" ")
+                c_fe, c_f = int(c_fe_text), int(c_f_text)
+                lex_fe, lex_ef = weigher.weights(f_words, e.split(), align)
                 values = (c_fe / int(c_e), lex_fe, c_fe / c_f, lex_ef)
-                out.write(f"{f}{SEP}{e}{SEP}{' '.join(f'{v:.6g}' for v in values)}{SEP}{align}{SEP}"
-                          f"{c_e} {c_f} {c_fe}\n")
+                text.append(f"{f}{SEP}{e}{SEP}{'%.6g %.6g %.6g %.6g' % values}{SEP}{align}{SEP}{c_e} {c_f} {c_fe}\n")
                 targets.append(e)
-                scores.append(values)
-            writer.add(f, targets, np.log(np.array(scores)))
+                probabilities.extend(values)
+            out.write("".join(text))
+            writer.add_probabilities(f, targets, probabilities)
             pairs += len(targets)
             sources += 1
     writer.save(fast_path)

@@ -133,19 +133,41 @@ class FastFormWriter:
         self.source_blob, self.source_offsets = bytearray(), array("q", [0])
         self.target_blob, self.target_offsets = bytearray(), array("q", [0])
         self.scores = array("f")
+        self._pending = array("d")  # probabilities whose logs are not taken yet
 
     def add(self, source: str, targets: Sequence[str], ln_scores: np.ndarray) -> None:
         """One source phrase with its targets and their ln scores [len(targets), 4]."""
+        self._add_phrases(source, targets)
+        self._log_pending()
+        self.scores.extend(np.asarray(ln_scores, dtype=np.float32).ravel().tolist())
+
+    def add_probabilities(self, source: str, targets: Sequence[str], rows: Iterable[float]) -> None:
+        """One source phrase with its targets and their probabilities, 4 per target, flat; their logs are taken
+        in blocks (elementwise, the same floats as one phrase at a time)."""
+        self._add_phrases(source, targets)
+        self._pending.extend(rows)
+        if len(self._pending) >= self.LOG_BLOCK:
+            self._log_pending()
+
+    LOG_BLOCK = 1 << 20
+
+    def _add_phrases(self, source: str, targets: Sequence[str]) -> None:
         self.hashes.append(phrase_hash(source))
         self.row_starts.append(len(self.target_offsets) - 1)
         self.source_blob += source.encode("utf-8")
         self.source_offsets.append(len(self.source_blob))
+        target_blob, target_offsets = self.target_blob, self.target_offsets
         for t in targets:
-            self.target_blob += t.encode("utf-8")
-            self.target_offsets.append(len(self.target_blob))
-        self.scores.extend(np.asarray(ln_scores, dtype=np.float32).ravel().tolist())
+            target_blob += t.encode("utf-8")
+            target_offsets.append(len(target_blob))
+
+    def _log_pending(self) -> None:
+        if self._pending:
+            self.scores.frombytes(np.log(np.frombuffer(self._pending, dtype=np.float64)).astype(np.float32).tobytes())
+            self._pending = array("d")
 
     def save(self, path: Path) -> None:
+        self._log_pending()
         hashes = np.frombuffer(self.hashes, dtype=np.uint64)
         order = np.argsort(hashes, kind="stable")
         if len(order) > 1 and (np.diff(hashes[order]) == 0).any():

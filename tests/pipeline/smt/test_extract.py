@@ -42,3 +42,29 @@ def test_maximum_phrase_length_on_both_sides():
 def test_links_outside_the_sentence_are_an_error():
     with pytest.raises(ValueError, match="outside"):
         extract_spans(2, 2, [(0, 2)])
+
+
+def random_alignment(rng, src_len: int, tgt_len: int) -> list[tuple[int, int]]:
+    """Links near the diagonal, some words unaligned, some aligned to several (with duplicate links)."""
+    links = [(i, min(tgt_len - 1, max(0, i + rng.randint(-2, 2)))) for i in range(src_len) if rng.random() < 0.8]
+    links += [(rng.randrange(src_len), rng.randrange(tgt_len)) for _ in range(rng.randint(0, 3))]
+    return links + links[:1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_local_alignment_is_every_link_inside_the_box(seed):
+    """Against the definition: the links with both ends inside the pair's spans, shifted to its corner."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(40):
+        src = [f"s{k}" for k in range(rng.randint(1, 12))]
+        tgt = [f"t{k}" for k in range(rng.randint(1, 12))]
+        links = random_alignment(rng, len(src), len(tgt))
+        spans = extract_spans(len(src), len(tgt), sorted(set(links)), 5)
+        got = list(extract_pairs(src, tgt, links, 5))
+        assert len(got) == len(spans)
+        for (i1, i2, j1, j2), (f, e, local) in zip(spans, got):
+            inside = sorted((i - i1, j - j1) for i, j in set(links) if i1 <= i <= i2 and j1 <= j <= j2)
+            assert local == " ".join(f"{i}-{j}" for i, j in inside)
+            assert (f, e) == (" ".join(src[i1:i2 + 1]), " ".join(tgt[j1:j2 + 1]))

@@ -97,3 +97,55 @@ def test_from_entries_takes_probabilities():
     table = PhraseTable.from_entries({"a b": [("x", [0.5, 0.25, 1.0, 0.125])]})
     assert table.max_length == 2
     assert table.lookup("a b")[1][0] == pytest.approx([math.log(0.5), math.log(0.25), 0.0, math.log(0.125)])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lexical_weigher_gives_the_tables_floats(seed):
+    """LexicalWeigher (the scoring pass) against LexicalTable.weights, to the last bit, on every extracted pair of a
+    random corpus with unaligned words and words of several links."""
+    import random
+
+    from pipeline.smt.extract import extract_pairs
+    from pipeline.smt.lexical import LexicalWeigher
+    from tests.pipeline.smt.test_extract import random_alignment
+
+    rng = random.Random(seed)
+    corpus = []
+    for _ in range(60):
+        src = [f"f{rng.randint(0, 9)}" for _ in range(rng.randint(1, 9))]
+        tgt = [f"e{rng.randint(0, 9)}" for _ in range(rng.randint(1, 9))]
+        corpus.append((src, tgt, sorted(set(random_alignment(rng, len(src), len(tgt))))))
+    lexical = LexicalTable()
+    for src, tgt, links in corpus:
+        lexical.add(src, tgt, links)
+    weigher = LexicalWeigher(lexical)
+    several = 0
+    for src, tgt, links in corpus:
+        for f, e, local in extract_pairs(src, tgt, links, 4):
+            parsed = [tuple(map(int, link.split("-"))) for link in local.split()]
+            assert weigher.weights(f.split(), e.split(), local) == lexical.weights(f.split(), e.split(), parsed)
+            several += len(parsed) != len({i for i, _ in parsed}) or len(parsed) != len({j for _, j in parsed})
+    assert several > 0  # the sums over several links were exercised
+
+
+def test_fast_form_from_probabilities_equals_per_phrase_logs(tmp_path):
+    """add_probabilities takes logs in blocks; the arrays equal those of add() with the logs of each phrase."""
+    from pipeline.smt.phrase_table import FastFormWriter
+
+    rng = np.random.default_rng(0)
+    phrases = [(f"s{k}", [f"t{k} {r}" for r in range(rng.integers(1, 6))]) for k in range(300)]
+    probabilities = [rng.uniform(1e-6, 1.0, size=(len(targets), 4)) for _, targets in phrases]
+    one_by_one, blocks = FastFormWriter(3), FastFormWriter(3)
+    blocks.LOG_BLOCK = 64  # several blocks, and phrases that straddle them
+    for k, ((source, targets), values) in enumerate(zip(phrases, probabilities)):
+        one_by_one.add(source, targets, np.log(values))
+        if k % 50 == 7:
+            blocks.add(source, targets, np.log(values))  # mixing both keeps the rows in order
+        else:
+            blocks.add_probabilities(source, targets, values.ravel().tolist())
+    one_by_one.save(tmp_path / "a.npz")
+    blocks.save(tmp_path / "b.npz")
+    with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "b.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name])
