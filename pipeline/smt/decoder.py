@@ -167,10 +167,8 @@ class Decoder:
         beam = -math.log(settings.beam_threshold) if settings.beam_threshold > 0 else math.inf
         limit_d = settings.distortion_limit if settings.distortion_limit >= 0 else n
         stack_limit = max(1, settings.stack_limit)
-        lm, by_start = self.lm, opts.by_start
-        static_score, opt_future, target_ids = opts.static_score, opts.future, opts.target_ids
-        targets = opts.targets
-        lm_cache: dict = {}
+        lm, by_start, targets = self.lm, opts.by_start, opts.targets
+        lm_cache: dict = {}  # KenLM state -> {target id: (log10 LM score of the target phrase, state after it)}
         end_cache: dict = {}
         stacks: list[dict] = [dict() for _ in range(n + 1)]
         floor = [-math.inf] * (n + 1)  # stack k rejects totals below this: best - beam, or its limit-th best
@@ -183,6 +181,9 @@ class Decoder:
             stacks[k] = {}  # expanded nodes live on through their arcs only
             for node in nodes:
                 score, coverage, last, state = node[0], node[1], node[2], node[3]
+                from_state = lm_cache.get(state)
+                if from_state is None:
+                    from_state = lm_cache[state] = {}
                 first_gap = (~coverage & (coverage + 1)).bit_length() - 1
                 lo, hi = max(first_gap, last + 1 - limit_d), min(n - 1, last + 1 + limit_d)
                 for i in range(lo, hi + 1):
@@ -197,29 +198,30 @@ class Decoder:
                         if i > first_gap and j + 1 - first_gap > limit_d:
                             break  # could not jump back to the first gap
                         new_coverage = coverage | span.mask
+                        complete = new_coverage == full
                         fc = future_cache.get(new_coverage)
                         if fc is None:
                             fc = future(new_coverage)
                         k2 = k + j - i + 1
-                        bar = floor[k2] - base - fc  # an option must add at least this much
+                        stack_floor = floor[k2]  # kept equal to floor[k2] below
+                        bar = stack_floor - base - fc  # an option must add at least this much
                         if span.best_future < bar:
                             continue
                         stack = stacks[k2]
-                        for o in span.options:
-                            if opt_future[o] < bar:
+                        for o, option_future, option_score, target_id in span.entries:
+                            if option_future < bar:
                                 break  # options are sorted by future score
                             expansions += 1
-                            key = (state, target_ids[o])
-                            cached = lm_cache.get(key)
+                            cached = from_state.get(target_id)
                             if cached is None:
                                 s_in, lm10 = state, 0.0
                                 for word in targets[o]:
                                     s_out = kenlm.State()
                                     lm10 += lm.BaseScore(s_in, word, s_out)
                                     s_in = s_out
-                                cached = lm_cache[key] = (lm10, s_in)
+                                cached = from_state[target_id] = (lm10, s_in)
                             lm10, out_state = cached
-                            if new_coverage == full:
+                            if complete:
                                 end10 = end_cache.get(out_state)
                                 if end10 is None:
                                     end10 = end_cache[out_state] = lm.BaseScore(out_state, "</s>", kenlm.State())
@@ -227,9 +229,9 @@ class Decoder:
                                 rkey = None
                             else:
                                 rkey = (new_coverage, j, out_state)
-                            new_score = base + static_score[o] + w_lm * lm10
+                            new_score = base + option_score + w_lm * lm10
                             total = new_score + fc
-                            if total < floor[k2]:
+                            if total < stack_floor:
                                 continue
                             arc = (node, o, lm10 * LN10, distortion)
                             existing = stack.get(rkey)
@@ -237,15 +239,16 @@ class Decoder:
                                 created += 1
                                 stack[rkey] = [new_score, new_coverage, j, out_state, fc, [arc]]
                                 if len(stack) > 2 * stack_limit:
-                                    floor[k2] = max(floor[k2], _prune_in_place(stack, stack_limit, beam))
-                                    bar = floor[k2] - base - fc
+                                    stack_floor = floor[k2] = max(stack_floor,
+                                                                  _prune_in_place(stack, stack_limit, beam))
+                                    bar = stack_floor - base - fc
                             else:
                                 if new_score > existing[0]:
                                     existing[0] = new_score
                                 existing[5].append(arc)
-                            if total - beam > floor[k2]:
-                                floor[k2] = total - beam
-                                bar = floor[k2] - base - fc
+                            if total - beam > stack_floor:
+                                stack_floor = floor[k2] = total - beam
+                                bar = stack_floor - base - fc
         end = stacks[n].get(None)
         if end is not None and beam < math.inf:  # arcs into the end node: the threshold applies to them too
             end_floor = end[SCORE] - beam
