@@ -28,6 +28,7 @@ class MeasureDecodingSpeed(SplitTask):
     """figure2.json / figure3.json and their PNGs for one model of NMTSystem(models), on CPU threads = processes."""
 
     stage = "speed"
+    version = 2  # 2: one sentence per batch timed once for both orders (Figure 3)
     parallel = True
     models = luigi.Parameter(description="FNMT or TNMT: the first model of that system is measured")
     sentences_a = luigi.IntParameter(default=40, description="Figure 2: first N sentences, one at a time")
