@@ -49,23 +49,34 @@ class NgramGains:
 
     @classmethod
     def from_lmatrix(cls, matrix: LMatrix) -> "NgramGains":
-        histories = matrix.automaton.histories
-        index = {h: i for i, h in enumerate(histories)}
-        order = matrix.posteriors.order
-        entries = []
-        for gram, p in zip(matrix.posteriors.ngrams, matrix.posteriors.values.tolist()):
-            context = index[tuple(gram[:-1])]
-            entries.append(((context << _SHIFT) | gram[-1], matrix.theta[len(gram)] * p, len(gram), context,
-                            gram[-1]))
-        entries.sort()
-        columns = list(zip(*entries)) if entries else [(), (), (), (), ()]
-        suffix = np.full((len(histories), order), -1, np.int64)
-        for row, h in enumerate(histories):
-            for k in range(min(len(h), order - 1) + 1):
-                suffix[row, k] = index[h[len(h) - k:]]
-        return cls(np.asarray(columns[0], np.int64), np.asarray(columns[1], np.float32),
-                   np.asarray(columns[2], np.int64), np.asarray(columns[3], np.int64),
-                   np.asarray(columns[4], np.int64), suffix)
+        """The tables of one sentence's L, vectorised over its n-grams and rows.
+
+        Every prefix and every suffix of a row's history is a row (lattices/row_automaton.py), so running the row
+        automaton from the empty row over a prefix or a suffix ends on that very row: the context row of an n-gram
+        is the automaton run over its first n-1 tokens, and suffix_rows[row, k] the run over the last k tokens of
+        the row's history."""
+        automaton, posteriors = matrix.automaton, matrix.posteriors
+        order, grams, lengths = posteriors.order, posteriors.tokens, posteriors.lengths
+        contexts = np.zeros(lengths.size, np.int64)
+        for i in range(order - 1):
+            longer = np.flatnonzero(lengths > i + 1)
+            contexts[longer] = automaton.next_rows(contexts[longer], grams[longer, i])
+        tokens = grams[np.arange(lengths.size), lengths - 1] if lengths.size else np.zeros(0, np.int64)
+        keys = (contexts << _SHIFT) | tokens
+        gains = np.asarray(matrix.theta, np.float64)[lengths] * posteriors.values
+        by_key = np.argsort(keys, kind="stable")
+        history = automaton.history_tokens
+        history_lengths = (history >= 0).sum(axis=1)
+        suffix = np.full((history.shape[0], order), -1, np.int64)
+        suffix[:, 0] = 0
+        for k in range(1, order):
+            rows = np.flatnonzero(history_lengths >= k)
+            run = np.zeros(rows.size, np.int64)
+            for j in range(k):
+                run = automaton.next_rows(run, history[rows, history_lengths[rows] - k + j])
+            suffix[rows, k] = run
+        return cls(keys[by_key], gains[by_key].astype(np.float32), lengths[by_key].astype(np.int64),
+                   contexts[by_key], tokens[by_key].astype(np.int64), suffix)
 
     def __len__(self) -> int:
         return int(self.keys.size)

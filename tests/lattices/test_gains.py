@@ -96,8 +96,9 @@ def test_a_repeated_ngram_is_paid_once_under_bounded_gains_and_each_time_per_ste
     assert per_step == pytest.approx(3 * (0.9 + 0.8 + 0.7) + 2 * 0.1)
 
 
-def test_gain_tables_hold_every_ngram_once_with_its_context_row():
-    posteriors = random_evidence(random.Random(11))
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
+def test_gain_tables_hold_every_ngram_once_with_its_context_row(seed):
+    posteriors = random_evidence(random.Random(seed))
     matrix = build_lmatrix(posteriors, THETA, VOCAB)
     gains = NgramGains.from_lmatrix(matrix)
     histories = matrix.automaton.histories
@@ -105,7 +106,8 @@ def test_gain_tables_hold_every_ngram_once_with_its_context_row():
     rebuilt = {(*histories[c], y): g for c, y, g in zip(gains.contexts, gains.tokens, gains.gains)}
     expected = {u: THETA.values[len(u)] * p for u, p in posteriors.as_dict().items()}
     assert rebuilt.keys() == expected.keys()
-    assert [rebuilt[u] for u in expected] == pytest.approx(list(expected.values()), rel=1e-6)
+    assert [rebuilt[u] for u in expected] == [np.float32(g) for g in expected.values()]  # theta_n p, rounded once
+    assert all(gains.orders[i] == len(histories[c]) + 1 for i, c in enumerate(gains.contexts))
     for row, h in enumerate(histories):
         assert [histories[r] if r >= 0 else None for r in gains.suffix_rows[row]] == [
             h[len(h) - k:] if k <= len(h) else None for k in range(4)]
