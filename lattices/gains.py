@@ -61,7 +61,7 @@ class NgramGains:
         for i in range(order - 1):
             longer = np.flatnonzero(lengths > i + 1)
             contexts[longer] = automaton.next_rows(contexts[longer], grams[longer, i])
-        tokens = grams[np.arange(lengths.size), lengths - 1] if lengths.size else np.zeros(0, np.int64)
+        tokens = grams[np.arange(lengths.size), lengths - 1]
         keys = (contexts << _SHIFT) | tokens
         gains = np.asarray(matrix.theta, np.float64)[lengths] * posteriors.values
         by_key = np.argsort(keys, kind="stable")
@@ -76,7 +76,7 @@ class NgramGains:
                 run = automaton.next_rows(run, history[rows, history_lengths[rows] - k + j])
             suffix[rows, k] = run
         return cls(keys[by_key], gains[by_key].astype(np.float32), lengths[by_key].astype(np.int64),
-                   contexts[by_key], tokens[by_key].astype(np.int64), suffix)
+                   contexts[by_key], tokens[by_key], suffix)
 
     def __len__(self) -> int:
         return int(self.keys.size)

@@ -25,9 +25,9 @@ class SpanOptions:
     start: int
     end: int  # inclusive
     mask: int  # coverage bits of the span
-    options: list[int]  # option ids, best future score first
     best_future: float
-    # (option id, future score, static score, target id) of each option, in the same order: the search's inner loop
+    # (option id, future score, static score, target id) of each option, best future score first: what the
+    # search's inner loop reads
     entries: list[tuple[int, float, float, int]] = field(default_factory=list)
 
 
@@ -164,7 +164,7 @@ def collect_options(words: Sequence[str], cache: OptionCache,
                 opts.target_ids.append(target_ids.setdefault(target, len(target_ids)))
             mask = ((1 << (j - i + 1)) - 1) << i
             inner = [(o, opts.future[o], opts.static_score[o], opts.target_ids[o]) for o in ids]
-            opts.by_start[i].append(SpanOptions(i, j, mask, ids, entries[0][3], inner))
+            opts.by_start[i].append(SpanOptions(i, j, mask, entries[0][3], inner))
     return opts
 
 

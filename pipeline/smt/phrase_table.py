@@ -127,6 +127,8 @@ def _from_lookups(table: "PhraseTable | FastPhraseTable", wanted: Iterable[str])
 class FastFormWriter:
     """Collects a table source by source (any order) and writes the fast form."""
 
+    LOG_BLOCK = 1 << 20  # probabilities whose logs add_probabilities takes at once
+
     def __init__(self, max_length: int) -> None:
         self.max_length = max_length
         self.hashes, self.row_starts = array("Q"), array("q")
@@ -148,8 +150,6 @@ class FastFormWriter:
         self._pending.extend(rows)
         if len(self._pending) >= self.LOG_BLOCK:
             self._log_pending()
-
-    LOG_BLOCK = 1 << 20
 
     def _add_phrases(self, source: str, targets: Sequence[str]) -> None:
         self.hashes.append(phrase_hash(source))
