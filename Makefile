@@ -13,9 +13,10 @@ VENV_STAMP := $(VENV)/.installed
 KENLM_STAMP := $(TOOLS)/kenlm/bin/lmplz
 EFLOMAL_STAMP := $(TOOLS)/eflomal/bin/eflomal
 KERNELS_STAMP := $(VENV)/.numba-kernels
+SEARCH_LIB := pipeline/smt/_pbmt_search.so
 
 .PHONY: install reproduce test clean-work system
-install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP)
+install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP) $(SEARCH_LIB)
 
 system:
 	@scripts/install-system.sh
@@ -32,6 +33,10 @@ $(KENLM_STAMP): constraints.txt | system $(VENV_STAMP)
 
 $(EFLOMAL_STAMP): constraints.txt scripts/build-eflomal.sh | system $(VENV_STAMP)
 	@scripts/build-eflomal.sh $(TOOLS) $(VENV)/bin/python
+
+# The compiled phrase-based search (pipeline/smt/compiled_search.py), linked with KenLM's query code.
+$(SEARCH_LIB): pipeline/smt/pbmt_search.cpp scripts/build-pbmt-search.sh constraints.txt | system $(VENV_STAMP)
+	@scripts/build-pbmt-search.sh $(TOOLS) $(VENV)/bin/python
 
 # numba's cache of a compiled kernel is keyed on the kernel's own file only, yet the helpers it calls from
 # lattices/kernel_containers.py are compiled into it (numba issue 1833): when they change, drop every cached kernel.

@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 import kenlm
 import numpy as np
 
+from pipeline.smt.compiled_search import LIBRARY, CompiledSearch
 from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, Weights
 from pipeline.smt.future_cost import FutureCosts, span_table
 from pipeline.smt.options import OptionCache, Options, collect_options, passthrough_features
@@ -122,11 +123,16 @@ class Decoder:
     """Phrase-based stack decoder over a phrase table (filtered or not) and a KenLM model."""
 
     def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights,
-                 settings: DecoderSettings = DecoderSettings(), max_cached_phrases: int = 0) -> None:
+                 settings: DecoderSettings = DecoderSettings(), max_cached_phrases: int = 0,
+                 compiled: bool | None = None) -> None:
         """``max_cached_phrases``: the bound of the scored-option cache (OptionCache; 0: none, for a decoder that
-        lives for one split)."""
+        lives for one split). ``compiled``: search with the compiled search (compiled_search.py; the same graphs),
+        True requires it, False keeps the Python search, None (default) uses it where `make install` built it."""
         self.table, self.lm, self.settings = table, lm, settings
         self.max_cached_phrases = max_cached_phrases
+        self.compiled = None if compiled is False else CompiledSearch.for_model(lm)
+        if compiled and self.compiled is None:
+            raise FileNotFoundError(f"the compiled PBMT search {LIBRARY} is not built; run `make install`")
         self.weights = weights
         self.bos = kenlm.State()
         lm.BeginSentenceWrite(self.bos)
@@ -150,23 +156,38 @@ class Decoder:
         if not words:
             return self._single_path(words, [], np.zeros(len(FEATURES)), {"empty": True})
         opts = collect_options(words, self.options, forced)
-        future = FutureCosts(span_table(opts.best_by_span(len(words))))
-        end, stats = self._search(words, opts, future)
-        if end is None or not end[ARCS]:
-            return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
-        graph = self._graph(words, opts, end)
+        table = span_table(opts.best_by_span(len(words)))
+        if self.compiled is not None and len(words) <= self.compiled.max_words:
+            w = self.weights.vector
+            found = self.compiled.search(opts, table, float(w[LM]), float(w[DISTORTION]), LN10,
+                                         *self._limits(len(words)))
+            if found is None:
+                return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
+            arcs, num_states, stats = found
+            graph = SearchGraph(source=words, weights=self.weights, targets=opts.targets, spans=opts.spans,
+                                static=np.array(opts.static), arcs=arcs, num_states=num_states)
+        else:
+            end, stats = self._search(words, opts, FutureCosts(table))
+            if end is None or not end[ARCS]:
+                return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
+            graph = self._graph(words, opts, end)
         graph.stats.update(stats, seconds=time.perf_counter() - started)
         return graph
 
-    def _search(self, words: list[str], opts: Options, future: FutureCosts) -> tuple[Node | None, dict]:
-        n = len(words)
-        full = (1 << n) - 1
+    def _limits(self, n: int) -> tuple[float, int, int]:
+        """The beam in score units (-ln threshold; inf: none), the distortion limit and the stack limit."""
         settings = self.settings
-        w = self.weights.vector
-        w_lm, w_d = float(w[LM]) * LN10, float(w[DISTORTION])  # LM scores are summed in log10 below
         beam = -math.log(settings.beam_threshold) if settings.beam_threshold > 0 else math.inf
         limit_d = settings.distortion_limit if settings.distortion_limit >= 0 else n
-        stack_limit = max(1, settings.stack_limit)
+        return beam, limit_d, max(1, settings.stack_limit)
+
+    def _search(self, words: list[str], opts: Options, future: FutureCosts) -> tuple[Node | None, dict]:
+        """The reference search (compiled_search.py's C++ does the same, step for step)."""
+        n = len(words)
+        full = (1 << n) - 1
+        w = self.weights.vector
+        w_lm, w_d = float(w[LM]) * LN10, float(w[DISTORTION])  # LM scores are summed in log10 below
+        beam, limit_d, stack_limit = self._limits(n)
         lm, by_start, targets = self.lm, opts.by_start, opts.targets
         lm_cache: dict = {}  # KenLM state -> {target id: (log10 LM score of the target phrase, state after it)}
         end_cache: dict = {}
