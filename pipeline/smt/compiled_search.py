@@ -85,9 +85,10 @@ class CompiledSearch:
         return CompiledSearch, (self.path,)  # the C++ model is loaded again from its file
 
     def search(self, opts: Options, future_table: np.ndarray, w_lm: float, w_d: float, ln10: float, beam: float,
-               limit_d: int, stack_limit: int) -> tuple[list[tuple[int, int, int, float, int]], int, dict] | None:
-        """The search graph's arcs (u, v, option, ln LM score, distortion) grouped by target state in topological
-        order, its number of states and the search statistics; None when no hypothesis completes."""
+               limit_d: int, stack_limit: int) -> tuple[tuple[np.ndarray, ...], int, dict] | None:
+        """The search graph's arcs as columns (u, v, option, ln LM score, distortion; SearchGraph.arrays), grouped
+        by target state in topological order, its number of states and the search statistics; None when no
+        hypothesis completes."""
         n = future_table.shape[0]
         spans = [s for spans in opts.by_start for s in spans]
         by_start = np.zeros(n + 1, dtype=np.int32)
@@ -131,8 +132,8 @@ class CompiledSearch:
             self.lib.pbmt_result_copy(result, _pointer(u), _pointer(v), _pointer(o), _pointer(lm), _pointer(d))
         finally:
             self.lib.pbmt_result_free(result)
-        arcs = list(zip(u.tolist(), v.tolist(), o.tolist(), lm.tolist(), d.tolist()))
-        return arcs, num_states, stats
+        arrays = (u.astype(np.int64), v.astype(np.int64), o.astype(np.int64), lm, d.astype(np.int64))
+        return arrays, num_states, stats
 
     @staticmethod
     def _targets(opts: Options) -> list[tuple[str, ...]]:

@@ -29,6 +29,7 @@ import numpy as np
 from pipeline.smt.compiled_search import LIBRARY, CompiledSearch
 from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, Weights
 from pipeline.smt.future_cost import FutureCosts, span_table
+from pipeline.smt.graph_kernels import best_prefix
 from pipeline.smt.options import OptionCache, Options, collect_options, passthrough_features
 from pipeline.smt.phrase_table import PhraseTable
 
@@ -46,6 +47,7 @@ class DecoderSettings:
 # tuple (previous node, option id, LM ln-score, distortion).
 SCORE, COVERAGE, LAST, STATE, FUTURE, ARCS = range(6)
 Node = list
+ARC_DTYPES = (np.int64, np.int64, np.int64, np.float64, np.int64)  # SearchGraph.arrays: u, v, option, lm, distortion
 
 
 @dataclass
@@ -64,19 +66,19 @@ class SearchGraph:
     arcs: list[tuple[int, int, int, float, int]]  # grouped by target state, states in topological order
     num_states: int
     stats: dict = field(default_factory=dict)
+    # the arcs as columns (u, v, option [int64], lm [float64], distortion [int64]); made from ``arcs`` when not given
+    arrays: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.arrays is None:
+            columns = list(zip(*self.arcs)) if self.arcs else [()] * 5
+            self.arrays = tuple(np.array(c, dtype=t) for c, t in zip(columns, ARC_DTYPES))
+        u, v, option, lm, distortion = self.arrays
         w = self.weights.vector
-        static, w_lm, w_d = (self.static @ w).tolist(), float(w[LM]), float(w[DISTORTION])
-        self.arc_scores = [static[o] + w_lm * lm + w_d * d for _, _, o, lm, d in self.arcs]
-        scores = [-math.inf] * self.num_states
-        back: list[int] = [-1] * self.num_states
-        scores[0] = 0.0
-        for a, (u, v, *_rest) in enumerate(self.arcs):  # arcs come grouped by target state, in topological order
-            s = scores[u] + self.arc_scores[a]
-            if s > scores[v]:
-                scores[v], back[v] = s, a
-        self.state_scores, self.best_arc = scores, back
+        # [arcs] float64: an arc's static score plus its weighted LM score and distortion, added in that order
+        self.arc_scores = (self.static @ w)[option] + float(w[LM]) * lm + float(w[DISTORTION]) * distortion
+        # arcs come grouped by target state, in topological order
+        self.state_scores, self.best_arc = best_prefix(u, v, self.arc_scores, self.num_states)
 
     @property
     def end(self) -> int:
@@ -84,7 +86,7 @@ class SearchGraph:
 
     @property
     def best_score(self) -> float:
-        return self.state_scores[self.end]
+        return float(self.state_scores[self.end])
 
     def arc_features(self, a: int) -> np.ndarray:
         _, _, option, lm, distortion = self.arcs[a]
@@ -163,9 +165,10 @@ class Decoder:
                                          *self._limits(len(words)))
             if found is None:
                 return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
-            arcs, num_states, stats = found
+            arrays, num_states, stats = found
+            arcs = list(zip(*(column.tolist() for column in arrays)))
             graph = SearchGraph(source=words, weights=self.weights, targets=opts.targets, spans=opts.spans,
-                                static=np.array(opts.static), arcs=arcs, num_states=num_states)
+                                static=np.array(opts.static), arcs=arcs, num_states=num_states, arrays=arrays)
         else:
             end, stats = self._search(words, opts, FutureCosts(table))
             if end is None or not end[ARCS]:

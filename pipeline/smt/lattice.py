@@ -24,6 +24,7 @@ import pynini
 from lattices.fst_binary import fst_from_arrays
 from pipeline.smt.decoder import SearchGraph
 from pipeline.smt.features import format_moses_features
+from pipeline.smt.graph_kernels import incoming_arcs, nbest_chains
 
 EPS, BOS, EOS = "<eps>", "<s>", "</s>"
 BOS_ID, EOS_ID = 1, 2  # their labels
@@ -40,28 +41,33 @@ def to_fst(graph: SearchGraph) -> pynini.Fst:
     """The lattice of a search graph (see the module docstring), built as arrays and handed to OpenFst in its binary
     form (lattices/fst_binary.py): states 0 (start), 1 + v (search-graph state v), the final state, then the inner
     states of the word chains in the order of the arcs; each state's arcs in the order of the search graph's."""
-    labels: dict[str, int] = {}
-    option_labels: dict[int, list[int]] = {}
-    for _, _, option, _, _ in graph.arcs:  # word ids in order of first appearance
-        if option not in option_labels:
-            option_labels[option] = [labels.setdefault(word, 3 + len(labels)) for word in graph.targets[option]]
-    arcs = graph.arcs
-    u = np.fromiter((a[0] for a in arcs), np.int64, len(arcs))
-    v = np.fromiter((a[1] for a in arcs), np.int64, len(arcs))
-    words = [option_labels[a[2]] for a in arcs]
-    lengths = np.fromiter(map(len, words), np.int64, len(arcs))
+    u, v, option = graph.arrays[:3]
+    used, first_arc = np.unique(option, return_index=True)
+    labels: dict[str, int] = {}  # word ids in order of first appearance
+    option_labels = []  # the used options' label lists, in order of first appearance
+    for o in used[np.argsort(first_arc, kind="stable")].tolist():
+        option_labels.append((o, [labels.setdefault(word, 3 + len(labels)) for word in graph.targets[o]]))
+    label_of = np.zeros(sum(len(w) for _, w in option_labels) + 1, dtype=np.int64)  # [0]: the epsilon of no words
+    start_of = np.zeros(len(graph.targets), dtype=np.int64)
+    length_of = np.zeros(len(graph.targets), dtype=np.int64)
+    at = 1
+    for o, w in option_labels:
+        start_of[o], length_of[o] = at, len(w)
+        label_of[at:at + len(w)] = w
+        at += len(w)
+    lengths = length_of[option]
     links = np.maximum(lengths, 1)                       # FST arcs per search-graph arc (an epsilon when empty)
     first = np.cumsum(links) - links                     # index of each chain's first FST arc
     inner = np.cumsum(links - 1) - (links - 1)           # index of each chain's first inner state
     final = graph.num_states + 1
     position = np.arange(int(links.sum())) - np.repeat(first, links)  # k: the k-th arc of its chain
-    chain = np.repeat(np.arange(len(arcs)), links)
+    chain = np.repeat(np.arange(len(option)), links)
     last = position == np.repeat(links - 1, links)
     inner_state = graph.num_states + 2 + np.repeat(inner, links) + position  # the state after arc k (if inner)
     src = np.where(position == 0, 1 + u[chain], inner_state - 1)
     dst = np.where(last, 1 + v[chain], inner_state)
-    label = np.fromiter((x for w in words for x in (w or (0,))), np.int64, int(links.sum()))
-    cost = np.where(position == 0, -np.asarray(graph.arc_scores, np.float64)[chain], 0.0)
+    label = label_of[np.where(lengths[chain] > 0, start_of[option[chain]] + position, 0)]
+    cost = np.where(position == 0, -graph.arc_scores[chain], 0.0)
     num_states = graph.num_states + 2 + int((links - 1).sum())
     finals = np.full(num_states, np.inf)
     finals[final] = 0.0
@@ -78,7 +84,7 @@ def to_fst(graph: SearchGraph) -> pynini.Fst:
 
 def fst_size(fst: pynini.Fst) -> tuple[int, int]:
     """(states, arcs) of an FST."""
-    return fst.num_states(), sum(fst.num_arcs(s) for s in fst.states())
+    return fst.num_states(), sum(map(fst.num_arcs, range(fst.num_states())))  # a VectorFst numbers its states
 
 
 def one_best(graph: SearchGraph) -> Hypothesis:
@@ -88,10 +94,28 @@ def one_best(graph: SearchGraph) -> Hypothesis:
 
 def nbest(graph: SearchGraph, n: int, distinct: bool = False, max_pops: int = 100000) -> list[Hypothesis]:
     """The n best derivations (or distinct target strings), best first."""
+    if distinct:
+        return _nbest_distinct(graph, n, max_pops)
+    u, v = graph.arrays[:2]
+    begin, incoming = incoming_arcs(v, graph.num_states)
+    scores, heads, chain_arc, chain_link = nbest_chains(u, graph.arc_scores, graph.state_scores, begin, incoming,
+                                                        graph.end, n, max_pops)
+    results = []
+    for score, head in zip(scores.tolist(), heads.tolist()):
+        path = []
+        while head >= 0:
+            path.append(int(chain_arc[head]))
+            head = chain_link[head]
+        results.append(Hypothesis(tuple(graph.words(path)), graph.features(path), score))
+    return results
+
+
+def _nbest_distinct(graph: SearchGraph, n: int, max_pops: int) -> list[Hypothesis]:
+    """nbest's A* in Python, keeping the first (best) derivation of each target string."""
     incoming: list[list[int]] = [[] for _ in range(graph.num_states)]
     for a, arc in enumerate(graph.arcs):
         incoming[arc[1]].append(a)
-    prefix, scores = graph.state_scores, graph.arc_scores
+    prefix, scores = graph.state_scores.tolist(), graph.arc_scores.tolist()
     tie = itertools.count()
     heap = [(-prefix[graph.end], next(tie), graph.end, 0.0, ())]
     results: list[Hypothesis] = []
@@ -103,7 +127,7 @@ def nbest(graph: SearchGraph, n: int, distinct: bool = False, max_pops: int = 10
         if v == 0:
             path = _unchain(chain)
             words = tuple(graph.words(path))
-            if distinct and words in seen:
+            if words in seen:
                 continue
             seen.add(words)
             results.append(Hypothesis(words, graph.features(path), -neg))
