@@ -2,7 +2,8 @@
 
 A stage's artifact depends on the code that wrote it. `fingerprint("tasks.smt", follow=("pipeline", "lattices"))`
 hashes the source of tasks/smt.py and, transitively, of every module of the `follow` packages it imports (found by
-reading the import statements, nothing is executed). tasks/versions.py compares these fingerprints with the ones
+reading the import statements, nothing is executed), and the compiled sources a module names in a module-level
+``COMPILED_SOURCES`` tuple (files beside it, such as the C++ of pipeline/smt/compiled_search.py). tasks/versions.py compares these fingerprints with the ones
 recorded beside each stage's version, so that a change of code is never silently covered by an old version.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import importlib.util
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["fingerprint", "imported_modules", "module_closure"]
+__all__ = ["compiled_sources", "fingerprint", "imported_modules", "module_closure"]
 
 
 def _source_path(module: str) -> Path | None:
@@ -62,9 +63,24 @@ def module_closure(module: str, follow: Iterable[str]) -> list[str]:
     return sorted(seen)
 
 
+def compiled_sources(module: str) -> list[Path]:
+    """The files named by the module's ``COMPILED_SOURCES = ("file", ...)`` (beside the module), read from its
+    source without running it."""
+    path = _source_path(module)
+    if path is None:
+        return []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMPILED_SOURCES" for t in node.targets):
+            return [path.with_name(name) for name in ast.literal_eval(node.value)]
+    return []
+
+
 def fingerprint(module: str, follow: Iterable[str]) -> str:
-    """sha256 (16 hex digits) of the sources of :func:`module_closure` (names and contents)."""
+    """sha256 (16 hex digits) of the sources of :func:`module_closure` and their compiled sources (names and
+    contents)."""
     digest = hashlib.sha256()
     for name in module_closure(module, follow):
         digest.update(name.encode() + b"\0" + _source_path(name).read_bytes() + b"\0")
+        for source in compiled_sources(name):
+            digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
     return digest.hexdigest()[:16]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.code_fingerprint import fingerprint, module_closure
+from pipeline.code_fingerprint import compiled_sources, fingerprint, module_closure
 from tasks.data import LearnBPE
 from tasks.versions import current, main, recorded, stage_classes, stale
 from tests.tasks.helpers import shared_params
@@ -49,6 +49,20 @@ def test_the_fingerprint_follows_imports_into_the_library_and_changes_with_the_s
     assert module_closure("toy.a", ("toy",)) == ["toy.a", "toy.b"]
     (package / "b.py").write_text("X = 2\n")
     assert fingerprint("toy.a", ("toy",)) != before
+
+
+def test_the_fingerprint_covers_the_compiled_sources_a_module_names(tmp_path, monkeypatch):
+    assert "pbmt_search.cpp" in [p.name for p in compiled_sources("pipeline.smt.compiled_search")]
+    assert "pipeline.smt.compiled_search" in module_closure("tasks.smt", ("pipeline", "lattices"))
+    package = tmp_path / "toy2"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text('COMPILED_SOURCES = ("kernel.cpp",)\n')
+    (package / "kernel.cpp").write_text("int f() { return 1; }\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = fingerprint("toy2.a", ("toy2",))
+    (package / "kernel.cpp").write_text("int f() { return 2; }\n")
+    assert fingerprint("toy2.a", ("toy2",)) != before
 
 
 def test_a_bumped_version_builds_a_new_artifact(tmp_path):
