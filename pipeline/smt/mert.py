@@ -33,12 +33,18 @@ ORDER = 4
 STATS = 2 * ORDER + 1  # matches 1..4, totals 1..4, reference length
 
 
-def bleu_stats(hypothesis: Sequence[str], reference: Sequence[str]) -> np.ndarray:
-    """[9]: clipped matches (n = 1..4), hypothesis n-gram counts (n = 1..4), reference length."""
+def ngram_counts(words: Sequence[str]) -> list[Counter]:
+    """The n-gram counts of words, n = 1..4."""
+    return [Counter(zip(*(words[k:] for k in range(n)))) for n in range(1, ORDER + 1)]
+
+
+def bleu_stats(hypothesis: Sequence[str], reference: Sequence[str],
+               reference_counts: list[Counter] | None = None) -> np.ndarray:
+    """[9]: clipped matches (n = 1..4), hypothesis n-gram counts (n = 1..4), reference length.
+    ``reference_counts``: ngram_counts(reference), when the caller keeps them."""
     stats = np.zeros(STATS)
-    for n in range(1, ORDER + 1):
-        hyp = Counter(tuple(hypothesis[i:i + n]) for i in range(len(hypothesis) - n + 1))
-        ref = Counter(tuple(reference[i:i + n]) for i in range(len(reference) - n + 1))
+    refs = ngram_counts(reference) if reference_counts is None else reference_counts
+    for n, (hyp, ref) in enumerate(zip(ngram_counts(hypothesis), refs), start=1):
         stats[n - 1] = sum(min(c, ref[g]) for g, c in hyp.items())
         stats[ORDER + n - 1] = max(len(hypothesis) - n + 1, 0)
     stats[2 * ORDER] = len(reference)
@@ -64,6 +70,7 @@ class NbestPool:
 
     def __init__(self, references: Sequence[Sequence[str]]) -> None:
         self.references = [list(r) for r in references]
+        self.reference_counts = [ngram_counts(r) for r in self.references]
         self.keys: list[set] = [set() for _ in references]
         self.features: list[list[np.ndarray]] = [[] for _ in references]
         self.stats: list[list[np.ndarray]] = [[] for _ in references]
@@ -77,7 +84,7 @@ class NbestPool:
                 continue
             self.keys[index].add(key)
             self.features[index].append(np.asarray(h.features, dtype=np.float64))
-            self.stats[index].append(bleu_stats(h.words, self.references[index]))
+            self.stats[index].append(bleu_stats(h.words, self.references[index], self.reference_counts[index]))
             new += 1
         return new
 

@@ -110,3 +110,23 @@ def test_run_mert_returns_the_weights_that_decoded_best():
     weights, history = run_mert(decode, refs, initial, MertSettings(iterations=3, nbest=5, restarts=1))
     assert len(history) >= 2 and history[1]["decoded_bleu"] == 0.0
     assert np.array_equal(weights.vector, initial.vector)
+
+
+def test_bleu_statistics_equal_their_definition_with_and_without_kept_reference_counts():
+    """Clipped matches counted n-gram by n-gram from slices, on random sentences over a small vocabulary."""
+    import random
+
+    from pipeline.smt.mert import ngram_counts
+
+    rng = random.Random(3)
+    for _ in range(200):
+        hyp = [rng.choice("abcd") for _ in range(rng.randint(0, 12))]
+        ref = [rng.choice("abcde") for _ in range(rng.randint(1, 12))]
+        expected = []
+        for n in range(1, 5):
+            grams = [tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1)]
+            ref_grams = [tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)]
+            expected.append(sum(min(grams.count(g), ref_grams.count(g)) for g in set(grams)))
+        expected += [max(len(hyp) - n + 1, 0) for n in range(1, 5)] + [len(ref)]
+        assert bleu_stats(hyp, ref).tolist() == expected
+        assert bleu_stats(tuple(hyp), ref, ngram_counts(ref)).tolist() == expected
