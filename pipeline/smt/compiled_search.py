@@ -21,7 +21,6 @@ LIBRARY = Path(__file__).with_name("_pbmt_search.so")
 COMPILED_SOURCES = ("pbmt_search.cpp",)  # built into LIBRARY; the stage fingerprints (tasks/versions.py) hash them
 
 _I32 = ctypes.POINTER(ctypes.c_int32)
-_F64 = ctypes.POINTER(ctypes.c_double)
 _ERROR_SIZE = 512
 
 
