@@ -14,9 +14,10 @@ KENLM_STAMP := $(TOOLS)/kenlm/bin/lmplz
 EFLOMAL_STAMP := $(TOOLS)/eflomal/bin/eflomal
 KERNELS_STAMP := $(VENV)/.numba-kernels
 SEARCH_LIB := pipeline/smt/_pbmt_search.so
+DETERMINIZE_LIB := lattices/_tropical_determinize.so
 
 .PHONY: install reproduce test clean-work system
-install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP) $(SEARCH_LIB)
+install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP) $(SEARCH_LIB) $(DETERMINIZE_LIB)
 
 system:
 	@scripts/install-system.sh
@@ -37,6 +38,12 @@ $(EFLOMAL_STAMP): constraints.txt scripts/build-eflomal.sh | system $(VENV_STAMP
 # The compiled phrase-based search (pipeline/smt/compiled_search.py), linked with KenLM's query code.
 $(SEARCH_LIB): pipeline/smt/pbmt_search.cpp scripts/build-pbmt-search.sh constraints.txt | system $(VENV_STAMP)
 	@scripts/build-pbmt-search.sh $(TOOLS) $(VENV)/bin/python
+
+# The compiled tropical determinisation (lattices/compiled_determinize.py): OpenFst's arithmetic, so no fused
+# multiply-adds and no -ffast-math.
+$(DETERMINIZE_LIB): lattices/tropical_determinize.cpp | system
+	@echo "building $@"
+	@$(CXX) -O2 -std=c++17 -ffp-contract=off -fPIC -shared $< -o $@.tmp.$$$$ && mv $@.tmp.$$$$ $@
 
 # numba's cache of a compiled kernel is keyed on the kernel's own file only, yet the helpers it calls from
 # lattices/kernel_containers.py are compiled into it (numba issue 1833): when they change, drop every cached kernel.

@@ -12,7 +12,8 @@ exp(-cost), carry exactly that distribution (costs already multiplied by alpha),
 :func:`lattices.posteriors.forward_posteriors`.
 
 Two engines compute it: ``exact`` (float64, Python: the reference) and ``openfst`` (C++ through pynini, float32
-tropical costs, about 10x faster; :mod:`lattices.openfst`).
+tropical costs, about 10x faster; :mod:`lattices.openfst`). The ``openfst`` engine's tropical determinisation runs
+in this project's C++ (:mod:`lattices.compiled_determinize`), which gives OpenFst's result bit for bit.
 
 For the full lattice in the log semiring no determinisation is needed: "contains u at least once" is a
 property of the string, so the forward pass over all derivations already sums them. For the full lattice in the
@@ -21,10 +22,11 @@ widest cost margin that fits (:mod:`lattices.pruning`; the margin comes back in 
 """
 from __future__ import annotations
 
+from lattices.compiled_determinize import tropical_determinize, tropical_determinize_within
 from lattices.determinize import SEMIRINGS, determinize
 from lattices.lattice import Lattice, from_paths
 from lattices.nbest import StringArrays, best_strings
-from lattices.openfst import ENGINES, openfst_best_string_arrays, openfst_determinize, openfst_determinize_within
+from lattices.openfst import ENGINES, openfst_best_string_arrays
 from lattices.pruning import BoundedSpace, determinize_within
 
 __all__ = ["ENGINES", "BoundedSpace", "bounded_evidence_space", "check_space", "evidence_space",
@@ -68,9 +70,7 @@ def bounded_evidence_space(lattice: Lattice, semiring: str = "tropical", alpha: 
     scaled = lattice.scaled(alpha)
     if semiring == "tropical":
         if engine == "openfst":
-            return determinize_within(scaled, max_states,
-                                      lambda lat, cap: openfst_determinize_within(lat, "tropical", cap),
-                                      lambda lat: openfst_determinize(lat, "tropical"))
+            return determinize_within(scaled, max_states, tropical_determinize_within, tropical_determinize)
         return determinize_within(scaled, max_states, lambda lat, cap: determinize(lat, "tropical", cap),
                                   lambda lat: determinize(lat, "tropical"))
     return BoundedSpace(scaled)

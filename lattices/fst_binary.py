@@ -55,6 +55,13 @@ def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
     arc = _arc_dtype(weight)
     order = np.argsort(src, kind="stable")
     counts = np.bincount(src, minlength=num_states).astype(np.int64)
+    header = (struct.pack("<i", _MAGIC) + _string("vector") + _string(arc_type)
+              + struct.pack("<iiQqqq", _VERSION, 0, _PROPERTIES, start if num_states else -1, num_states, 0))
+    if weight.itemsize == 4:  # every field one 4-byte word: written in one compiled pass
+        body = np.empty(3 * num_states + 4 * len(order), np.int32)
+        _write_words(body, body.view(np.float32), counts, np.ascontiguousarray(label[order], np.int64),
+                     cost[order].astype(weight), np.ascontiguousarray(dst[order], np.int64), final.astype(weight))
+        return pynini.Fst.read_from_string(header + body.tobytes())
     arcs = np.empty(len(order), arc)
     arcs["ilabel"] = arcs["olabel"] = label[order]
     arcs["weight"] = cost[order]
@@ -66,9 +73,27 @@ def fst_from_arrays(num_states: int, start: int, src: np.ndarray, dst: np.ndarra
     body[offsets[:, None] + np.arange(weight.itemsize)] = _bytes(final.astype(weight))
     body[offsets[:, None] + weight.itemsize + np.arange(8)] = _bytes(counts.astype("<i8"))
     body[_arc_positions(offsets + head, counts, arc.itemsize)[:, None] + np.arange(arc.itemsize)] = _bytes(arcs)
-    header = (struct.pack("<i", _MAGIC) + _string("vector") + _string(arc_type)
-              + struct.pack("<iiQqqq", _VERSION, 0, _PROPERTIES, start if num_states else -1, num_states, 0))
     return pynini.Fst.read_from_string(header + body.tobytes())
+
+
+@njit(cache=True)
+def _write_words(words: np.ndarray, floats: np.ndarray, counts: np.ndarray, label: np.ndarray, cost: np.ndarray,
+                 dst: np.ndarray, final: np.ndarray) -> None:
+    """The states of a body with 4-byte weights: per state its final weight, its arc count (int64, two words,
+    little-endian) and its arcs (ilabel, olabel, weight, next); ``words`` and ``floats`` view the same memory."""
+    w, e = 0, 0
+    for q in range(counts.size):
+        floats[w] = final[q]
+        words[w + 1] = counts[q] & 0xFFFFFFFF
+        words[w + 2] = counts[q] >> 32
+        w += 3
+        for _ in range(counts[q]):
+            words[w] = label[e]
+            words[w + 1] = label[e]
+            floats[w + 2] = cost[e]
+            words[w + 3] = dst[e]
+            w += 4
+            e += 1
 
 
 @njit(cache=True)

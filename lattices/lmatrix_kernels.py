@@ -68,6 +68,49 @@ def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, ma
 
 
 @njit(cache=True)
+def _by_parent(parent: np.ndarray, token: np.ndarray, num_parents: int, base: int) -> np.ndarray:
+    """The nodes ordered by (parent, token): two counting sorts (by token, then stably by parent). Every
+    (parent, token) pair is one node, so this is the one order of their keys."""
+    n = parent.size
+    count = np.zeros(max(base, num_parents) + 1, np.int64)
+    for i in range(n):
+        count[token[i] + 1] += 1
+    for y in range(base):
+        count[y + 1] += count[y]
+    by_token = np.empty(n, np.int64)
+    for i in range(n):
+        by_token[count[token[i]]] = i
+        count[token[i]] += 1
+    count[:] = 0
+    for i in range(n):
+        count[parent[i] + 1] += 1
+    for q in range(num_parents):
+        count[q + 1] += count[q]
+    out = np.empty(n, np.int64)
+    for k in range(n):
+        i = by_token[k]
+        out[count[parent[i]]] = i
+        count[parent[i]] += 1
+    return out
+
+
+@njit(cache=True)
+def _sort_small(values: np.ndarray, n: int) -> None:
+    """values[:n] sorted in place: an insertion sort for the few short sorted runs of one row (no allocation),
+    numpy's sort past 64 values."""
+    if n > 64:
+        values[:n] = np.sort(values[:n])
+        return
+    for i in range(1, n):
+        x = values[i]
+        j = i - 1
+        while j >= 0 and values[j] > x:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = x
+
+
+@njit(cache=True)
 def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int,
             row_order: np.ndarray):
     """Rows, exceptions and L's stored part of one sentence.
@@ -102,7 +145,7 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
     # children of each node (and of the root, index n_nodes), by token
     parent_key = node_parent[:n_nodes].copy()
     parent_key[parent_key == _NONE] = n_nodes
-    by_parent = np.argsort(parent_key * base + node_token[:n_nodes], kind="mergesort")
+    by_parent = _by_parent(parent_key, node_token[:n_nodes], n_nodes + 1, base)
     child_ptr = np.searchsorted(parent_key[by_parent], np.arange(n_nodes + 2))
     # rows: row of each node that is a history (0 for the root)
     n_rows = row_order.size + 1
@@ -163,10 +206,11 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     touched[n_touched] = y
                     n_touched += 1
                 accumulated[y] += weight * values[g]
-        ys = np.sort(touched[:n_touched])
-        hi_tokens = room(hi_tokens, n_hi + ys.size)
-        hi_values = room(hi_values, n_hi + ys.size)
-        for y in ys:
+        _sort_small(touched, n_touched)
+        hi_tokens = room(hi_tokens, n_hi + n_touched)
+        hi_values = room(hi_values, n_hi + n_touched)
+        for k in range(n_touched):
+            y = touched[k]
             hi_tokens[n_hi], hi_values[n_hi] = y, accumulated[y]
             n_hi += 1
         hi_indptr[i + 1] = n_hi
@@ -185,11 +229,12 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     found_row[y] = target
                     touched[n_found] = y
                     n_found += 1
-        ys = np.sort(touched[:n_found])
-        trans_rows = room(trans_rows, n_trans + ys.size)
-        trans_tokens = room(trans_tokens, n_trans + ys.size)
-        trans_next = room(trans_next, n_trans + ys.size)
-        for y in ys:
+        _sort_small(touched, n_found)
+        trans_rows = room(trans_rows, n_trans + n_found)
+        trans_tokens = room(trans_tokens, n_trans + n_found)
+        trans_next = room(trans_next, n_trans + n_found)
+        for k in range(n_found):
+            y = touched[k]
             trans_rows[n_trans], trans_tokens[n_trans], trans_next[n_trans] = i, y, found_row[y]
             n_trans += 1
     return (_NONE, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),

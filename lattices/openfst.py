@@ -23,13 +23,13 @@ from lattices.lattice import Lattice
 from lattices.nbest import StringArrays
 from lattices.path_kernels import enumerate_paths, rank_strings, take_strings
 
-__all__ = ["ENGINES", "BestPaths", "openfst_best_paths", "openfst_best_string_arrays", "openfst_best_strings",
-           "openfst_determinize", "openfst_determinize_within"]
+__all__ = ["DETERMINIZE_DELTA", "ENGINES", "BestPaths", "openfst_best_paths", "openfst_best_string_arrays",
+           "openfst_best_strings", "openfst_determinize", "openfst_determinize_within"]
 
 ENGINES = ("exact", "openfst")
 
 #: Determinisation's weight-quantisation step (OpenFst's default, 1/1024, would merge nearly equal subsets).
-_DELTA = 1e-9
+DETERMINIZE_DELTA = 1e-9
 
 
 def _prepared(lattice: Lattice, semiring: str):
@@ -52,7 +52,7 @@ def openfst_determinize_within(lattice: Lattice, semiring: str, max_states: int)
         return Lattice.empty(lattice.symbols)
     fst = _prepared(lattice, semiring)
     fst.properties(pynini.ACCEPTOR | pynini.I_DETERMINISTIC | pynini.ACYCLIC, True)
-    dfa = pynini.determinize(fst, delta=_DELTA, nstate=max_states + 1)
+    dfa = pynini.determinize(fst, delta=DETERMINIZE_DELTA, nstate=max_states + 1)
     return _as_lattice(dfa, lattice) if dfa.num_states() <= max_states else None
 
 
@@ -62,7 +62,7 @@ def openfst_determinize(lattice: Lattice, semiring: str) -> Lattice:
 
     if lattice.num_states == 0:
         return Lattice.empty(lattice.symbols)
-    return _as_lattice(pynini.determinize(_prepared(lattice, semiring), delta=_DELTA), lattice)
+    return _as_lattice(pynini.determinize(_prepared(lattice, semiring), delta=DETERMINIZE_DELTA), lattice)
 
 
 def _as_lattice(dfa, lattice: Lattice) -> Lattice:
@@ -113,7 +113,7 @@ def openfst_best_paths(lattice: Lattice, k: int, semiring: str, order: int) -> B
     if semiring == "tropical":
         best = pynini.shortestpath(fst, nshortest=k, unique=True)
     else:
-        dfa = pynini.arcmap(pynini.determinize(fst, delta=_DELTA), map_type="to_std")
+        dfa = pynini.arcmap(pynini.determinize(fst, delta=DETERMINIZE_DELTA), map_type="to_std")
         best = pynini.shortestpath(dfa, nshortest=k)
     if best.num_states() == 0:
         return None
