@@ -22,6 +22,11 @@ the direct sum over an n-best list.
   slot read from a state ``s`` counts only if its current n-gram was already live at ``s``. The vectors are as
   wide as the largest number of live n-grams at one state, a tenth of the n-grams of a phrase-based lattice or
   less, and each is released after its last successor (a pool of buffers).
+- **Breadth-first visits, the numbering's sums.** "Before" above is any topological order, and the states are
+  visited breadth-first, which on a determinised lattice (numbered depth-first by OpenFst's topological sort) makes
+  the windows and the set of vectors alive at once about a quarter smaller. Each state still sums its incoming
+  arcs in the numbering's order, a ratio outside its window is an exact 0.0 in either order, and each arc's term of
+  ``p(u)`` is added in the numbering's order at the end: the posteriors are the same to the bit.
 
 The ratios ``r`` stay in [0, 1] and every exponent is a difference of log forward and backward weights, so
 nothing underflows however long the lattice.
@@ -210,10 +215,59 @@ def _log_add(a: float, b: float) -> float:
 
 
 @njit(cache=True)
+def _stable_order(keys: np.ndarray, size: int) -> np.ndarray:
+    """The stable argsort of integer keys in [0, size): a counting sort (numba's merge argsort costs about 80 ns a
+    key)."""
+    count = np.zeros(size + 1, np.int64)
+    for key in keys:
+        count[key + 1] += 1
+    for k in range(size):
+        count[k + 1] += count[k]
+    out = np.empty(keys.size, np.int64)
+    for i in range(keys.size):
+        out[count[keys[i]]] = i
+        count[keys[i]] += 1
+    return out
+
+
+@njit(cache=True)
+def _breadth_first_places(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """[num_states] each state's place in a breadth-first topological order from state 0 (Kahn's algorithm, first
+    in first out, successors in arc order): a state's vector is then needed for a shorter stretch than in a
+    depth-first numbering."""
+    indegree = np.zeros(num_states, np.int64)
+    for i in range(src.size):
+        indegree[dst[i]] += 1
+    by_src = _stable_order(src, num_states)
+    out_ptr = np.searchsorted(src[by_src], np.arange(num_states + 1))
+    queue = np.empty(num_states, np.int64)
+    queue[0] = 0
+    head, tail = 0, 1
+    while head < tail:
+        q = queue[head]
+        head += 1
+        for j in range(out_ptr[q], out_ptr[q + 1]):
+            d = dst[by_src[j]]
+            indegree[d] -= 1
+            if indegree[d] == 0:
+                queue[tail] = d
+                tail += 1
+    if tail < num_states:  # a state not reachable from 0: keep the numbering's order
+        return np.arange(num_states)
+    at = np.empty(num_states, np.int64)
+    at[queue[:tail]] = np.arange(tail)
+    return at
+
+
+@njit(cache=True)
 def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray, gram_ptr: np.ndarray,
-            gram_ids: np.ndarray, final: np.ndarray, num_grams: int) -> np.ndarray:
+            gram_ids: np.ndarray, final: np.ndarray, num_grams: int, breadth_first: bool = True) -> np.ndarray:
     """[G] at-least-once posteriors of the n-grams on the arcs of an acyclic expanded lattice whose states are
     numbered topologically (start 0) and whose arcs are sorted by destination; every path weighs exp(-cost).
+
+    ``breadth_first``: compute the ratios in breadth-first order (less memory, fewer live slots) rather than in the
+    numbering's; the result is the same to the bit, since every sum runs in the numbering's order either way (a
+    ratio read outside its n-gram's window in one order is an exact 0.0 in the other).
     """
     n_arcs = src.size
     in_ptr = np.searchsorted(dst, np.arange(num_states + 1))
@@ -233,44 +287,47 @@ def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray,
     for i in range(n_arcs - 1, -1, -1):  # arcs by destination, descending: every b[t] is complete when read
         log_b[src[i]] = _log_add(log_b[src[i]], log_b[dst[i]] - cost[i])
     log_z = log_b[0]
-    # the window of each n-gram: first(u) = smallest head, last(u) = largest head, last_src(u) = largest tail
+    # the ratios are computed state by state in breadth-first order (at[t]: t's place), which keeps windows and
+    # the vectors alive at once smaller than the numbering's order; the sums stay those of the numbering's order
+    at = _breadth_first_places(num_states, src, dst) if breadth_first else np.arange(num_states)
+    # the window of each n-gram, in places: first(u) = earliest head, last(u) = latest head, last_src(u) = latest tail
     first = np.full(num_grams, num_states, np.int64)
     last = np.full(num_grams, -1, np.int64)
     last_src = np.full(num_grams, -1, np.int64)
     for i in range(n_arcs):
         for k in range(gram_ptr[i], gram_ptr[i + 1]):
             u = gram_ids[k]
-            first[u] = min(first[u], dst[i])
-            last[u] = max(last[u], dst[i])
-            last_src[u] = max(last_src[u], src[i])
+            first[u] = min(first[u], at[dst[i]])
+            last[u] = max(last[u], at[dst[i]])
+            last_src[u] = max(last_src[u], at[src[i]])
     live = first <= last_src
     starts = np.flatnonzero(live)
-    starts = starts[np.argsort(first[starts], kind="mergesort")]
-    ends = starts[np.argsort(last[starts], kind="mergesort")]
-    # each state's vector is released after the last state that reads it (itself when none does)
-    release_at = np.arange(num_states)
+    starts = starts[_stable_order(first[starts], num_states)]
+    ends = starts[_stable_order(last[starts], num_states)]
+    # each state's vector is released after the last place that reads it (its own when none does)
+    release_at = at.copy()
     for i in range(n_arcs):
-        release_at[src[i]] = max(release_at[src[i]], dst[i])
-    releases = np.argsort(release_at, kind="mergesort")
+        release_at[src[i]] = max(release_at[src[i]], at[dst[i]])
+    releases = _stable_order(release_at, num_states)
     # sizes: slots = the most n-grams live at once, buffers = the most vectors alive at once
     width = 0
     live_now = 0
     j = 0
     k = 0
-    for t in range(num_states):
-        while j < ends.size and last[ends[j]] < t:
+    for p in range(num_states):
+        while j < ends.size and last[ends[j]] < p:
             live_now -= 1
             j += 1
-        while k < starts.size and first[starts[k]] == t:
+        while k < starts.size and first[starts[k]] == p:
             live_now += 1
             k += 1
         width = max(width, live_now)
     alive = np.zeros(num_states + 1, np.int64)
     for s in range(num_states):
-        alive[s] += 1
+        alive[at[s]] += 1
         alive[release_at[s] + 1] -= 1
     buffers = int(np.max(np.cumsum(alive))) if num_states else 0
-    pool = np.zeros((buffers, width))
+    pool = np.empty((buffers, width))  # a vector's slots up to `high` are cleared when a state takes it
     free_buffers = np.arange(buffers - 1, -1, -1)
     n_free_buffers = buffers
     buffer_of = np.full(num_states, -1, np.int64)
@@ -279,35 +336,39 @@ def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray,
     free_slots = np.arange(width - 1, -1, -1)
     n_free_slots = width
     high = 0  # 1 + the highest slot ever used
-    posterior = np.zeros(num_grams)
+    order = np.empty(num_states, np.int64)  # the state at each place
+    order[at] = np.arange(num_states)
+    gained = np.zeros(gram_ids.size)  # each (arc, n-gram) entry's term of p(u), added in arc order at the end
     next_start = 0
     next_end = 0
     next_release = 0
-    for t in range(num_states):
-        while next_end < ends.size and last[ends[next_end]] < t:  # windows that closed before t
+    for p in range(num_states):
+        t = order[p]
+        while next_end < ends.size and last[ends[next_end]] < p:  # windows that closed before p
             slot = slot_of[ends[next_end]]
             slot_first[slot] = num_states
             free_slots[n_free_slots] = slot
             n_free_slots += 1
             next_end += 1
-        while next_start < starts.size and first[starts[next_start]] == t:  # windows that open at t
+        while next_start < starts.size and first[starts[next_start]] == p:  # windows that open at p
             u = starts[next_start]
             n_free_slots -= 1
             slot = free_slots[n_free_slots]
             slot_of[u] = slot
-            slot_first[slot] = t
+            slot_first[slot] = p
             high = max(high, slot + 1)
             next_start += 1
         n_free_buffers -= 1
         buffer_of[t] = free_buffers[n_free_buffers]
         r = pool[buffer_of[t]]
-        r[:] = 0.0
-        for i in range(in_ptr[t], in_ptr[t + 1]):
+        r[:high] = 0.0  # a slot from `high` on opens after t: read from t never (slot_first is later)
+        for i in range(in_ptr[t], in_ptr[t + 1]):  # in the numbering's order, as every sum below
             s = src[i]
+            place = at[s]
             g = np.exp(log_a[s] - cost[i] - log_a[t])
             rs = pool[buffer_of[s]]
             for k in range(high):
-                if slot_first[k] <= s:
+                if slot_first[k] <= place:
                     r[k] += g * rs[k]
             arc_posterior = np.exp(log_a[s] - cost[i] + log_b[t] - log_z)
             for k in range(gram_ptr[i], gram_ptr[i + 1]):
@@ -315,12 +376,15 @@ def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray,
                 slot = slot_of[u]
                 seen = 0.0
                 if slot >= 0:
-                    if slot_first[slot] <= s:
+                    if slot_first[slot] <= place:
                         seen = rs[slot]
                     r[slot] += g * (1.0 - seen)
-                posterior[u] += arc_posterior * (1.0 - seen)
-        while next_release < num_states and release_at[releases[next_release]] <= t:  # vectors nobody reads again
+                gained[k] = arc_posterior * (1.0 - seen)
+        while next_release < num_states and release_at[releases[next_release]] <= p:  # vectors nobody reads again
             free_buffers[n_free_buffers] = buffer_of[releases[next_release]]
             n_free_buffers += 1
             next_release += 1
+    posterior = np.zeros(num_grams)
+    for k in range(gram_ids.size):
+        posterior[gram_ids[k]] += gained[k]
     return np.minimum(np.maximum(posterior, 0.0), 1.0)

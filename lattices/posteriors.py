@@ -90,12 +90,13 @@ class NgramPosteriors:
         return {n: int(found[n]) for n in range(1, self.order + 1)}
 
 
-def forward_posteriors(lattice: Lattice, order: int = MAX_ORDER) -> NgramPosteriors:
+def forward_posteriors(lattice: Lattice, order: int = MAX_ORDER, breadth_first: bool = True) -> NgramPosteriors:
     """At-least-once posteriors of all n-grams of orders 1..order, every path weighted by exp(-cost).
 
     Sums over all paths: on a lattice with several derivations of one string, their probabilities add up
     (log semiring). Determinise in the tropical semiring first to keep only best derivations. The work is done by
-    the compiled kernels of :mod:`lattices.posterior_kernels`.
+    the compiled kernels of :mod:`lattices.posterior_kernels`; ``breadth_first`` chooses the order in which they
+    visit the states (the same result to the bit; see :func:`lattices.posterior_kernels.forward`).
     """
     if not 1 <= order:
         raise ValueError(f"the n-gram order must be at least 1, not {order}")
@@ -115,7 +116,8 @@ def forward_posteriors(lattice: Lattice, order: int = MAX_ORDER) -> NgramPosteri
     new_ptr = np.concatenate(([0], np.cumsum(sizes)))
     gathered = np.repeat(gram_ptr[:-1][by_dst] - new_ptr[:-1], sizes) + np.arange(int(new_ptr[-1]))
     values = kernels.forward(by_orig.size, src[by_dst], dst[by_dst], cost[by_dst], new_ptr, gram_ids[gathered],
-                             np.ascontiguousarray(lattice.final[orig[by_orig]], np.float64), prefix.size)
+                             np.ascontiguousarray(lattice.final[orig[by_orig]], np.float64), prefix.size,
+                             breadth_first)
     return NgramPosteriors(kernels.ngram_tokens(prefix, last, gram_order, order), values, order)
 
 

@@ -118,3 +118,28 @@ def test_dead_ends_contribute_no_ngrams():
 def test_cyclic_lattice_is_rejected():
     with pytest.raises(ValueError, match="cyclic"):
         Lattice.from_arcs(2, 0, [(0, 1, 4, 0.0), (1, 0, 5, 0.0)], {1: 0.0})
+
+
+def test_breadth_first_order_gives_the_numbering_orders_bits():
+    # determinised lattices keep OpenFst's depth-first numbering, so the two orders visit the states differently;
+    # the posteriors must still be equal to the last bit
+    from lattices.compiled_determinize import tropical_determinize
+
+    rng = random.Random(17)
+    reordered = 0
+    for trial in range(40):
+        states = rng.randint(6, 30)
+        arcs = [(i, i + 1, rng.randint(1, 4), rng.uniform(0.0, 3.0)) for i in range(states - 1)]
+        arcs += [(i, rng.randrange(i + 1, states), rng.randint(1, 4), rng.uniform(0.0, 3.0))
+                 for i in (rng.randrange(states - 1) for _ in range(2 * states))]
+        lattice = tropical_determinize(Lattice.from_arcs(states, 0, arcs, {states - 1: 0.0}))
+        depth = [0] * lattice.num_states
+        for s, d in sorted(zip(lattice.src.tolist(), lattice.dst.tolist())):
+            depth[d] = max(depth[d], depth[s] + 1)
+        reordered += depth != sorted(depth)  # a state numbered after a deeper one: the orders differ
+        for order in (2, 4):
+            numbered = forward_posteriors(lattice, order, breadth_first=False)
+            breadth = forward_posteriors(lattice, order, breadth_first=True)
+            assert breadth.values.tobytes() == numbered.values.tobytes()
+            assert (breadth.tokens == numbered.tokens).all()
+    assert reordered > 10
