@@ -1,5 +1,5 @@
 """Containers for numba kernels: growable arrays, and an open-addressing hash table from non-negative int64 keys to
-int64 values.
+int64 values, and a stable counting sort.
 
 A kernel reserves room once per outer step (a lattice state, a string, a row) for everything that step can add,
 then writes in place: a call that may replace an array inside the hottest loop costs reference counting on every
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["room", "new_table", "table_room", "lookup", "set_new"]
+__all__ = ["room", "new_table", "table_room", "lookup", "set_new", "stable_order"]
 
 _EMPTY = -1
 _GOLDEN = np.uint64(11400714819323198485)  # 2^64 / the golden ratio
@@ -94,3 +94,19 @@ def set_new(keys: np.ndarray, values: np.ndarray, key: int, value: int) -> None:
     grow."""
     slot = _slot(keys, key)
     keys[slot], values[slot] = key, value
+
+
+@njit(cache=True)
+def stable_order(keys: np.ndarray, size: int) -> np.ndarray:
+    """The stable argsort of integer keys in [0, size): a counting sort (numba's merge argsort costs about 80 ns a
+    key)."""
+    count = np.zeros(size + 1, np.int64)
+    for key in keys:
+        count[key + 1] += 1
+    for k in range(size):
+        count[k + 1] += count[k]
+    out = np.empty(keys.size, np.int64)
+    for i in range(keys.size):
+        out[count[keys[i]]] = i
+        count[keys[i]] += 1
+    return out

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lattices.kernel_containers import lookup, new_table, room, set_new
+from lattices.kernel_containers import lookup, new_table, room, set_new, stable_order
 
 __all__ = ["LMatrixTables", "lmatrix_tables"]
 
@@ -69,29 +69,10 @@ def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, ma
 
 @njit(cache=True)
 def _by_parent(parent: np.ndarray, token: np.ndarray, num_parents: int, base: int) -> np.ndarray:
-    """The nodes ordered by (parent, token): two counting sorts (by token, then stably by parent). Every
-    (parent, token) pair is one node, so this is the one order of their keys."""
-    n = parent.size
-    count = np.zeros(max(base, num_parents) + 1, np.int64)
-    for i in range(n):
-        count[token[i] + 1] += 1
-    for y in range(base):
-        count[y + 1] += count[y]
-    by_token = np.empty(n, np.int64)
-    for i in range(n):
-        by_token[count[token[i]]] = i
-        count[token[i]] += 1
-    count[:] = 0
-    for i in range(n):
-        count[parent[i] + 1] += 1
-    for q in range(num_parents):
-        count[q + 1] += count[q]
-    out = np.empty(n, np.int64)
-    for k in range(n):
-        i = by_token[k]
-        out[count[parent[i]]] = i
-        count[parent[i]] += 1
-    return out
+    """The nodes ordered by (parent, token): by token, then stably by parent. Every (parent, token) pair is one
+    node, so this is the one order of their keys."""
+    by_token = stable_order(token, base)
+    return by_token[stable_order(parent[by_token], num_parents)]
 
 
 @njit(cache=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from lattices.kernel_containers import lookup, new_table, room, set_new, table_room
+from lattices.kernel_containers import lookup, new_table, room, set_new, stable_order, table_room
 
 __all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
 
@@ -215,22 +215,6 @@ def _log_add(a: float, b: float) -> float:
 
 
 @njit(cache=True)
-def _stable_order(keys: np.ndarray, size: int) -> np.ndarray:
-    """The stable argsort of integer keys in [0, size): a counting sort (numba's merge argsort costs about 80 ns a
-    key)."""
-    count = np.zeros(size + 1, np.int64)
-    for key in keys:
-        count[key + 1] += 1
-    for k in range(size):
-        count[k + 1] += count[k]
-    out = np.empty(keys.size, np.int64)
-    for i in range(keys.size):
-        out[count[keys[i]]] = i
-        count[keys[i]] += 1
-    return out
-
-
-@njit(cache=True)
 def _breadth_first_places(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """[num_states] each state's place in a breadth-first topological order from state 0 (Kahn's algorithm, first
     in first out, successors in arc order): a state's vector is then needed for a shorter stretch than in a
@@ -238,7 +222,7 @@ def _breadth_first_places(num_states: int, src: np.ndarray, dst: np.ndarray) -> 
     indegree = np.zeros(num_states, np.int64)
     for i in range(src.size):
         indegree[dst[i]] += 1
-    by_src = _stable_order(src, num_states)
+    by_src = stable_order(src, num_states)
     out_ptr = np.searchsorted(src[by_src], np.arange(num_states + 1))
     queue = np.empty(num_states, np.int64)
     queue[0] = 0
@@ -302,13 +286,13 @@ def forward(num_states: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray,
             last_src[u] = max(last_src[u], at[src[i]])
     live = first <= last_src
     starts = np.flatnonzero(live)
-    starts = starts[_stable_order(first[starts], num_states)]
-    ends = starts[_stable_order(last[starts], num_states)]
+    starts = starts[stable_order(first[starts], num_states)]
+    ends = starts[stable_order(last[starts], num_states)]
     # each state's vector is released after the last place that reads it (its own when none does)
     release_at = at.copy()
     for i in range(n_arcs):
         release_at[src[i]] = max(release_at[src[i]], at[dst[i]])
-    releases = _stable_order(release_at, num_states)
+    releases = stable_order(release_at, num_states)
     # sizes: slots = the most n-grams live at once, buffers = the most vectors alive at once
     width = 0
     live_now = 0
