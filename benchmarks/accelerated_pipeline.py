@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from common import machine  # noqa: E402
 from pbmt_decode import REPO, artifact_arguments  # noqa: E402
-from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
+from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from beam_speed import REPO, load, log, sources  # noqa: E402
 from common import machine  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
-from lattices.lmatrix import LMatrixStore, build_lmatrix_shard  # noqa: E402
+from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode import HookFactory, Hypothesis, SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.divergence import compare_outputs, summary_line  # noqa: E402

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from common import machine  # noqa: E402
-from lattices.lmatrix import LMatrixStore  # noqa: E402
+from lattices.lmatrix_shards import LMatrixStore  # noqa: E402
 from pipeline import config as configs  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import luigi
 
-    from lattices.lmatrix import LMatrixStore
+    from lattices.lmatrix_shards import LMatrixStore
     from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid
     from pipeline.evaluation.bleu import corpus_bleu
     from tasks.lattices import lmatrix_for

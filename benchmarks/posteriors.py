@@ -1,15 +1,16 @@
 """Benchmark: exact n-gram posteriors (orders 1-4) + the L matrix per sentence, full lattice vs n-best.
 
-For every sentence: wall time of the posteriors (evidence space + forward algorithm) and of building L, peak
-Python-heap memory of both (tracemalloc, numpy included; measured in a second pass so that tracing does not
+For every sentence: wall time of the posteriors (evidence space + forward algorithm), of building L and of adding
+it to a shard file (each run writes its sentences to one shard, as BuildLMatrix does: lattices.lmatrix_shards, one
+sentence's L held at a time; the shard's final write is timed and counted too), peak Python-heap memory of both (tracemalloc, numpy included; measured in a second pass so that tracing does not
 slow the timed pass), rows and stored entries of L. Reports median and 90th percentile per mode, and the
 process's peak RSS. Also times the decoder's per-step operations (dense L rows and next rows for a batch).
 Both evidence-space engines (lattices/openfst.py: OpenFst C++; exact: float64 Python) side by side, one process,
 one thread. With --lattices, the time to read and map each lattice is measured too, and every mode is compared
 with the PBMT decoding of the same sentences, measured side by side: each of the --runs runs first decodes them
 again in this process (the settings and inputs of the run that wrote the lattices, lattices and n-best lists
-written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total posteriors + L time over
-total PBMT time, per run; the report gives the median over runs (issue 19's targets: full lattice <= 1.0, n-best
+written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total posteriors + L time (the
+shard included) over total PBMT time, per run; the report gives the median over runs (issue 19's targets: full lattice <= 1.0, n-best
 <= 0.5).
 
 Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
@@ -33,6 +34,7 @@ import resource
 import statistics
 import sys
 import time
+import tempfile
 import tracemalloc
 from pathlib import Path
 
@@ -45,6 +47,7 @@ from benchmarks.pbmt_decode import redecode_seconds  # noqa: E402
 from lattices.evidence import DEFAULT_MAX_STATES  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
+from lattices.lmatrix_shards import ShardWriter  # noqa: E402
 from lattices.posteriors import ngram_posteriors  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
@@ -123,18 +126,40 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str,
-            max_states: int, heap: bool = True) -> dict:
-    """One sentence, one mode: timed pass, then (``heap``) a traced pass for the memory peak."""
+            max_states: int, heap: bool = True, shard: ShardWriter | None = None) -> dict:
+    """One sentence, one mode: timed pass (with ``shard``, the L also goes into it, as the pipeline's stage
+    writes it), then (``heap``) a traced pass for the memory peak."""
     started = time.perf_counter()
     posteriors = ngram_posteriors(lattice, 4, alpha, semiring, nbest, engine, max_states)
     middle = time.perf_counter()
     lmatrix = build_lmatrix(posteriors, THETA, vocab_size)
+    built = time.perf_counter()
+    if shard is not None:
+        shard.add(lmatrix)
     finished = time.perf_counter()
     peaks = traced_peaks(lattice, semiring, nbest, alpha, vocab_size, engine, max_states, posteriors) if heap else ()
-    return {"posteriors_s": middle - started, "lmatrix_s": finished - middle, "total_s": finished - started,
-            "peak_mb": max(peaks) / 2 ** 20 if peaks else None, "ngrams": len(posteriors), "rows": lmatrix.num_rows,
-            "nnz": lmatrix.nnz, "l_bytes": lmatrix.nbytes(),
+    return {"posteriors_s": middle - started, "lmatrix_s": built - middle, "shard_s": finished - built,
+            "total_s": finished - started, "peak_mb": max(peaks) / 2 ** 20 if peaks else None,
+            "ngrams": len(posteriors), "rows": lmatrix.num_rows, "nnz": lmatrix.nnz, "l_bytes": lmatrix.nbytes(),
             "margin": posteriors.margin if math.isfinite(posteriors.margin) else None, "lmatrix": lmatrix}
+
+
+def shard_run(lattices: list[Lattice], args: argparse.Namespace, nbest: int, engine: str, vocab_size: int,
+              heap: bool) -> tuple[list[dict], float]:
+    """One timed run of a mode over all sentences, written to a shard file as BuildLMatrix writes it (one
+    sentence's L held at a time); returns the per-sentence results (L kept for the first --batch sentences
+    only, for the decoder step) and the seconds of the shard's final write."""
+    results = []
+    with tempfile.TemporaryDirectory() as folder, ShardWriter(Path(folder) / "shard.npz") as shard:
+        for k, lattice in enumerate(lattices):
+            result = measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states, heap,
+                             shard)
+            if k >= args.batch:
+                del result["lmatrix"]
+            results.append(result)
+        started = time.perf_counter()
+        shard.finish({"benchmark": "posteriors"})
+        return results, time.perf_counter() - started
 
 
 def traced_peaks(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_size: int, engine: str,
@@ -261,30 +286,35 @@ def main(argv: list[str] | None = None) -> int:
     pbmt_seconds: list[float] = []
     totals: dict[str, list[float]] = {name: [] for name in modes}
     timed: dict[str, list[list[dict]]] = {name: [] for name in modes}
+    writes: dict[str, list[float]] = {name: [] for name in modes}
     for run in range(args.runs):
         if side_by_side:
             pbmt_seconds.append(redecode_seconds(args.lattices, indices, args.work_dir))
             print(f"run {run + 1}: PBMT {pbmt_seconds[-1]:.2f} s", file=sys.stderr)
         for name, (nbest, engine) in modes.items():
-            results = [measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states,
-                               not args.no_heap and run == 0) for lattice in lattices]
+            results, write_s = shard_run(lattices, args, nbest, engine, vocab_size, not args.no_heap and run == 0)
+            if run:  # the first run's L of the first --batch sentences serve the decoder step
+                for r in results:
+                    r.pop("lmatrix", None)
             timed[name].append(results)
-            totals[name].append(sum(r["total_s"] for r in results))
-            print(f"run {run + 1}: {name}: {totals[name][-1]:.2f} s", file=sys.stderr)
+            totals[name].append(sum(r["total_s"] for r in results) + write_s)
+            writes[name].append(write_s)
+            print(f"run {run + 1}: {name}: {totals[name][-1]:.2f} s (shard write {write_s:.2f} s)", file=sys.stderr)
     summary: dict = {}
     per_sentence: dict = {}
     step: dict = {}
     for name in modes:
         runs = [dict(first, **{key: statistics.median(result[i][key] for result in timed[name])
-                               for key in ("posteriors_s", "lmatrix_s", "total_s")})
+                               for key in ("posteriors_s", "lmatrix_s", "shard_s", "total_s")})
                 for i, first in enumerate(timed[name][0])]  # per sentence: the median over runs
         stats = {}
-        for key in ("posteriors_s", "lmatrix_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
+        for key in ("posteriors_s", "lmatrix_s", "shard_s", "total_s", "peak_mb", "ngrams", "rows", "nnz", "l_bytes"):
             values = [r[key] for r in runs if r[key] is not None]
             if not values:  # --no-heap
                 continue
             stats[key] = {"median": statistics.median(values), "p90": percentile(values, 90)}
         stats["pruned"] = sum(r["margin"] is not None for r in runs)
+        stats["shard_write_s"] = {"median": statistics.median(writes[name]), "per_run": writes[name]}
         summary[name] = stats
         per_sentence[name] = [{k: v for k, v in r.items() if k != "lmatrix"} for r in runs]
         step[name] = decoder_step([r["lmatrix"] for r in runs[: args.batch]], args.beam, 50, args.torch_threads)
@@ -294,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             ("lattice states (median)", *[f"{statistics.median(sizes['states']):.0f}"] * len(modes)),
             ("lattice arcs (median)", *[f"{statistics.median(sizes['arcs']):.0f}"] * len(modes))]
     labels = [("posteriors s", "posteriors_s", "{:.3f}"), ("L build s", "lmatrix_s", "{:.3f}"),
-              ("posteriors + L s", "total_s", "{:.3f}"), ("peak heap MB", "peak_mb", "{:.1f}"),
+              ("add to the shard s", "shard_s", "{:.4f}"), ("posteriors + L + shard s", "total_s", "{:.3f}"), ("peak heap MB", "peak_mb", "{:.1f}"),
               ("n-grams (orders 1-4)", "ngrams", "{:.0f}"), ("rows of L", "rows", "{:.0f}"),
               ("stored entries (nnz)", "nnz", "{:.0f}"), ("L storage KB", "l_bytes", "{:.0f}")]
     for label, key, fmt in labels:

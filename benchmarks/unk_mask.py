@@ -35,7 +35,7 @@ from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore  # noqa: E402
 from pipeline.decode.translate import translate_lines  # noqa: E402
 from pipeline.evaluation.significance import chrf2, paired_bootstrap  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
-from lattices.lmatrix import LMatrixStore  # noqa: E402
+from lattices.lmatrix_shards import LMatrixStore  # noqa: E402
 from pipeline.vocab import UNK  # noqa: E402
 
 

@@ -14,7 +14,8 @@ The path of a phrase-based lattice (docs/LATTICE_FORMAT.md) to the NMT decoder, 
 - :mod:`lattices.blackwood`    path-counting transducers (OpenFst): an independent check of the posteriors
 - :mod:`lattices.theta`        Theta_0..Theta_4 from BLEU precisions (two conventions)
 - :mod:`lattices.row_automaton` the history -> row lookup as an automaton, next_row(row, token)
-- :mod:`lattices.lmatrix`      L per sentence (sparse + Theta_0), npz shards, build_lmatrix_shard()
+- :mod:`lattices.lmatrix`      L per sentence (sparse + Theta_0)
+- :mod:`lattices.lmatrix_shards` npz shards of many sentences' L, written one sentence at a time; build_lmatrix_shard()
 - :mod:`lattices.batch`        torch: dense L rows and next rows for a batch of hypotheses
 
 The maths is shared/docs/ALGORITHMS.md sections 1-4.

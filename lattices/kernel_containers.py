@@ -1,9 +1,12 @@
 """Containers for numba kernels: growable arrays, and an open-addressing hash table from non-negative int64 keys to
 int64 values, and a stable counting sort.
 
-A kernel reserves room once per outer step (a lattice state, a string, a row) for everything that step can add,
-then writes in place: a call that may replace an array inside the hottest loop costs reference counting on every
-call (a growable-array "push" per entry made the kernels 2-10x slower).
+A kernel reserves room for everything a step can add, then writes in place: a call that may replace an array
+inside the hottest loop costs reference counting on every call (a growable-array "push" per entry made the kernels
+2-10x slower). Even once per outer step (a lattice state, a row) an array variable that may be replaced costs
+reference counting on every step, so the hottest kernels keep replacements out of their loops: they size their
+arrays once from a bound (:func:`lattices.lmatrix_kernels._tables`), or run an inner kernel that stops where it
+runs out of room and grow its arrays between calls (:func:`lattices.posterior_kernels.expand`: 2.4x faster so).
 
     array = room(array, needed)                        # the array, or a larger copy, with room for `needed` entries
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lattices.kernel_containers import lookup, new_table, room, set_new, stable_order
+from lattices.kernel_containers import lookup, new_table, set_new, stable_order
 
 __all__ = ["LMatrixTables", "lmatrix_tables"]
 
@@ -50,13 +50,9 @@ def lmatrix_tables(tokens: np.ndarray, values: np.ndarray, theta: np.ndarray, ma
     width = max(max_history, 1)
     padded = np.full((tokens.shape[0], width), -1, np.int64)
     padded[:, :min(width, tokens.shape[1])] = tokens[:, :width]
-    is_history = (lengths >= 1) & (lengths <= max_history)
-    candidates = np.flatnonzero(is_history)
-    keys = [padded[candidates, k] for k in range(width - 1, -1, -1)] + [lengths[candidates]]
-    row_order = candidates[np.lexsort(keys)] if candidates.size else candidates
-    status, indptr, hi_tokens, hi_values, trans_rows, trans_tokens, trans_next = _tables(
+    status, row_order, indptr, hi_tokens, hi_values, trans_rows, trans_tokens, trans_next = _tables(
         tokens, lengths, np.ascontiguousarray(values, np.float64), np.ascontiguousarray(theta, np.float64),
-        max_history, row_order)
+        max_history)
     if status != _NONE:
         history = tuple(tokens[status, :lengths[status]].tolist())
         raise ValueError(f"history {history} occurs but not its prefix or suffix: not the n-grams of one lattice")
@@ -92,13 +88,38 @@ def _sort_small(values: np.ndarray, n: int) -> None:
 
 
 @njit(cache=True)
-def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int,
-            row_order: np.ndarray):
+def _row_order(child_ptr: np.ndarray, by_parent: np.ndarray, node_gram: np.ndarray, root: int,
+               max_history: int) -> np.ndarray:
+    """The n-grams of 1..max_history tokens sorted by (length, tokens): the trie's nodes breadth-first, children by
+    token (a level's nodes then come in the order of their parents, then of their last token)."""
+    queue = np.empty(root + 1, np.int64)
+    queue[0] = root
+    depth = np.zeros(root + 1, np.int64)  # by place in the queue
+    head, tail = 0, 1
+    rows = np.empty(root, np.int64)
+    n_rows = 0
+    while head < tail:
+        node, level = queue[head], depth[head]
+        head += 1
+        if level == max_history:
+            continue
+        for c in range(child_ptr[node], child_ptr[node + 1]):
+            child = by_parent[c]
+            queue[tail], depth[tail] = child, level + 1
+            tail += 1
+            if node_gram[child] != _NONE:
+                rows[n_rows] = node_gram[child]
+                n_rows += 1
+    return rows[:n_rows].copy()
+
+
+@njit(cache=True)
+def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: np.ndarray, max_history: int):
     """Rows, exceptions and L's stored part of one sentence.
 
-    ``row_order`` [R-1]: the n-grams that are histories (1..max_history tokens), in row order (rows 1..R-1).
-    Returns (status, hi_indptr [R+1], hi_tokens, hi_values (float64), trans_rows, trans_tokens, trans_next);
-    status is -1 when all is well, else the index of a history whose prefix or suffix is missing.
+    Returns (status, row_order [R-1]: the n-grams that are histories (1..max_history tokens) in row order (rows
+    1..R-1), hi_indptr [R+1], hi_tokens, hi_values (float64), trans_rows, trans_tokens, trans_next); status is -1
+    when all is well, else the index of a history whose prefix or suffix is missing.
     """
     n_grams = lengths.size
     base = np.int64(tokens.max()) + 1 if tokens.size else np.int64(1)
@@ -129,6 +150,7 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
     by_parent = _by_parent(parent_key, node_token[:n_nodes], n_nodes + 1, base)
     child_ptr = np.searchsorted(parent_key[by_parent], np.arange(n_nodes + 2))
     # rows: row of each node that is a history (0 for the root)
+    row_order = _row_order(child_ptr, by_parent, node_gram, n_nodes, max_history)
     n_rows = row_order.size + 1
     node_row = np.full(n_nodes + 1, _NONE, np.int64)
     node_row[n_nodes] = 0
@@ -148,20 +170,32 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
             if node == _NONE:
                 break
         if lengths[g] > 1 and (node_row[prefix_node] == _NONE or node == _NONE or node_row[node] == _NONE):
-            return (g, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+            return (g, row_order, np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
                     np.zeros(0, np.int64), np.zeros(0, np.int64))
         row_suffix[i + 1] = node_row[node] if lengths[g] > 1 else 0
     accumulated = np.zeros(base)  # per token y of the row being built
     stamp = np.full(base, _NONE, np.int64)
     found_row = np.empty(base, np.int64)
     touched = np.empty(base, np.int64)
+    # at most one stored entry per child of a node on a row's chain (one exception per child of a suffix of 1..M-1
+    # tokens): sized once, so that no array is replaced in the loop (reference counting on every row)
+    max_hi = 0
+    max_trans = 0
+    for i in range(1, n_rows):
+        row = i
+        for j in range(lengths[row_order[i - 1]], 0, -1):  # row = chain[j] below
+            children = child_ptr[row_node[row] + 1] - child_ptr[row_node[row]]
+            max_hi += children
+            if j < max_history:
+                max_trans += children
+            row = row_suffix[row]
     hi_indptr = np.zeros(n_rows + 1, np.int64)
-    hi_tokens = np.empty(16, np.int64)
-    hi_values = np.empty(16, np.float64)
+    hi_tokens = np.empty(max_hi, np.int64)
+    hi_values = np.empty(max_hi, np.float64)
     n_hi = 0
-    trans_rows = np.empty(16, np.int64)
-    trans_tokens = np.empty(16, np.int64)
-    trans_next = np.empty(16, np.int64)
+    trans_rows = np.empty(max_trans, np.int64)
+    trans_tokens = np.empty(max_trans, np.int64)
+    trans_next = np.empty(max_trans, np.int64)
     n_trans = 0
     chain = np.empty(max(max_history, 1) + 1, np.int64)  # chain[j]: the row of h's suffix of j tokens
     for i in range(n_rows):
@@ -188,8 +222,6 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     n_touched += 1
                 accumulated[y] += weight * values[g]
         _sort_small(touched, n_touched)
-        hi_tokens = room(hi_tokens, n_hi + n_touched)
-        hi_values = room(hi_values, n_hi + n_touched)
         for k in range(n_touched):
             y = touched[k]
             hi_tokens[n_hi], hi_values[n_hi] = y, accumulated[y]
@@ -211,12 +243,9 @@ def _tables(tokens: np.ndarray, lengths: np.ndarray, values: np.ndarray, theta: 
                     touched[n_found] = y
                     n_found += 1
         _sort_small(touched, n_found)
-        trans_rows = room(trans_rows, n_trans + n_found)
-        trans_tokens = room(trans_tokens, n_trans + n_found)
-        trans_next = room(trans_next, n_trans + n_found)
         for k in range(n_found):
             y = touched[k]
             trans_rows[n_trans], trans_tokens[n_trans], trans_next[n_trans] = i, y, found_row[y]
             n_trans += 1
-    return (_NONE, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),
+    return (_NONE, row_order, hi_indptr, hi_tokens[:n_hi].copy(), hi_values[:n_hi].copy(), trans_rows[:n_trans].copy(),
             trans_tokens[:n_trans].copy(), trans_next[:n_trans].copy())

@@ -38,10 +38,14 @@ from numba import njit
 
 from lattices.kernel_containers import lookup, new_table, room, set_new, stable_order, table_room
 
-__all__ = ["expand", "forward", "ngram_tokens", "string_sums"]
+__all__ = ["by_destination", "expand", "forward", "ngram_tokens", "string_sums"]
 
 _NONE = -1
 
+
+
+# the counters of an expansion in progress (an int64 array shared by expand and _expand_into)
+_STATE, _CHAIN, _EXPANDED, _ARCS, _IDS, _GRAMS = range(6)
 
 
 @njit(cache=True)
@@ -53,36 +57,65 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     Returns (orig [E]: the original state of each expanded state; src, dst [A]: expanded states; cost [A];
     gram_ptr [A+1], gram_ids: the n-grams (orders 1..order) ending on each arc; prefix, last [G]: the n-gram trie;
     gram_order [G]). Expanded state 0 is the start.
+
+    The work is done by :func:`_expand_into`, which stops where its arrays run out of room; they grow here, between
+    its calls, so that no array is replaced inside its loops (a replacement there costs reference counting on
+    every state).
     """
-    keep = order - 1
-    base = np.int64(out_label.max()) + 1 if out_label.size else np.int64(1)
-    child_keys, child_values = new_table(4 * out_dst.size)  # one entry per n-gram
-    state_keys, state_values = new_table(2 * num_states)  # one entry per expanded state
-    prefix = np.empty(64, np.int64)
-    last = np.empty(64, np.int64)
-    suffix = np.empty(64, np.int64)
-    gram_order = np.empty(64, np.int64)
-    n_grams = 0
-    orig = np.empty(64, np.int64)
-    hist = np.empty(64, np.int64)
-    chain_next = np.empty(64, np.int64)  # the expanded states of one original state, in order of creation
+    arcs = out_dst.size
+    counts = np.zeros(6, np.int64)
+    counts[_CHAIN] = _NONE
+    # first sizes from the medians of phrase-based lattices: 1.3 expanded states per state, 1.25 arcs per arc,
+    # 5 n-gram ids and 1.1 n-grams per arc
+    child_keys, child_values = new_table(2 * arcs + 16)
+    state_keys, state_values = new_table(2 * num_states + 16)
+    grams = 2 * arcs + 64
+    prefix, last = np.empty(grams, np.int64), np.empty(grams, np.int64)
+    suffix, gram_order = np.empty(grams, np.int64), np.empty(grams, np.int64)
+    gram_ids = np.empty(6 * arcs + 64, np.int64)
+    states = 2 * num_states + 64
+    orig, hist, chain_next = np.empty(states, np.int64), np.empty(states, np.int64), np.empty(states, np.int64)
+    src, dst, cost = np.empty(2 * arcs + 64, np.int64), np.empty(2 * arcs + 64, np.int64), np.empty(2 * arcs + 64)
+    gram_ptr = np.zeros(2 * arcs + 65, np.int64)
     head = np.full(num_states, _NONE, np.int64)
     tail = np.full(num_states, _NONE, np.int64)
     orig[0], hist[0], chain_next[0] = 0, _NONE, _NONE
     head[0] = tail[0] = 0
-    set_new(state_keys, state_values, 0, 0)
-    # state key: (hist + 1) * num_states + state
-    n_exp = 1
-    src = np.empty(64, np.int64)
-    dst = np.empty(64, np.int64)
-    cost = np.empty(64, np.float64)
-    gram_ptr = np.zeros(65, np.int64)
-    gram_ids = np.empty(64, np.int64)
-    n_arcs = 0
-    n_ids = 0
+    set_new(state_keys, state_values, 0, 0)  # state key: (hist + 1) * num_states + state
+    counts[_EXPANDED] = 1
+    needed = np.zeros(4, np.int64)  # n-grams, ids, expanded states, arcs: what the next state needs
+    while not _expand_into(num_states, out_ptr, out_dst, out_label, out_cost, order, counts, needed, child_keys,
+                           child_values, state_keys, state_values, prefix, last, suffix, gram_order, gram_ids, orig,
+                           hist, chain_next, head, tail, src, dst, cost, gram_ptr):
+        child_keys, child_values = table_room(child_keys, child_values, needed[0])
+        state_keys, state_values = table_room(state_keys, state_values, needed[2])
+        prefix, last = room(prefix, 2 * needed[0]), room(last, 2 * needed[0])
+        suffix, gram_order = room(suffix, 2 * needed[0]), room(gram_order, 2 * needed[0])
+        gram_ids = room(gram_ids, 2 * needed[1])
+        orig, hist, chain_next = room(orig, 2 * needed[2]), room(hist, 2 * needed[2]), room(chain_next, 2 * needed[2])
+        src, dst, cost = room(src, 2 * needed[3]), room(dst, 2 * needed[3]), room(cost, 2 * needed[3])
+        gram_ptr = room(gram_ptr, 2 * needed[3] + 1)
+    n_exp, n_arcs, n_ids, n_grams = counts[_EXPANDED], counts[_ARCS], counts[_IDS], counts[_GRAMS]
+    return (orig[:n_exp].copy(), src[:n_arcs].copy(), dst[:n_arcs].copy(), cost[:n_arcs].copy(),
+            gram_ptr[:n_arcs + 1].copy(), gram_ids[:n_ids].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(),
+            gram_order[:n_grams].copy())
+
+
+@njit(cache=True)
+def _expand_into(num_states, out_ptr, out_dst, out_label, out_cost, order, counts, needed, child_keys, child_values,
+                 state_keys, state_values, prefix, last, suffix, gram_order, gram_ids, orig, hist, chain_next, head,
+                 tail, src, dst, cost, gram_ptr) -> bool:
+    """The expansion from where ``counts`` says it stands (the original state, the expanded state of its chain
+    next, and how much is written), state by state, in place. Returns True when done; False, with ``needed`` set,
+    when the next expanded state's arcs would not fit (nothing of it is written then)."""
+    keep = order - 1
+    base = np.int64(out_label.max()) + 1 if out_label.size else np.int64(1)
+    n_exp, n_arcs, n_ids, n_grams = counts[_EXPANDED], counts[_ARCS], counts[_IDS], counts[_GRAMS]
     suffixes = np.empty(max(keep, 1), np.int64)
-    for q in range(num_states):
-        e = head[q]
+    q, e = counts[_STATE], counts[_CHAIN]
+    while q < num_states:
+        if e == _NONE:
+            e = head[q]
         while e != _NONE:
             h = hist[e]
             m = 0  # suffixes[0] = h, suffixes[m-1] its last token
@@ -93,20 +126,14 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                 g = suffix[g]
             # room for what this state's arcs can add: an arc, an expanded state and m + 1 n-grams each
             fan = out_ptr[q + 1] - out_ptr[q]
-            child_keys, child_values = table_room(child_keys, child_values, n_grams + fan * (m + 1))
-            state_keys, state_values = table_room(state_keys, state_values, n_exp + fan)
-            prefix = room(prefix, n_grams + fan * (m + 1))
-            last = room(last, n_grams + fan * (m + 1))
-            suffix = room(suffix, n_grams + fan * (m + 1))
-            gram_order = room(gram_order, n_grams + fan * (m + 1))
-            gram_ids = room(gram_ids, n_ids + fan * (m + 1))
-            orig = room(orig, n_exp + fan)
-            hist = room(hist, n_exp + fan)
-            chain_next = room(chain_next, n_exp + fan)
-            src = room(src, n_arcs + fan)
-            dst = room(dst, n_arcs + fan)
-            cost = room(cost, n_arcs + fan)
-            gram_ptr = room(gram_ptr, n_arcs + fan + 1)
+            needed[0], needed[1] = n_grams + fan * (m + 1), n_ids + fan * (m + 1)
+            needed[2], needed[3] = n_exp + fan, n_arcs + fan
+            if (2 * needed[0] > child_keys.size or needed[0] > prefix.size or needed[1] > gram_ids.size
+                    or 2 * needed[2] > state_keys.size or needed[2] > orig.size or needed[3] + 1 > gram_ptr.size
+                    or needed[3] > src.size):
+                counts[_STATE], counts[_CHAIN] = q, e
+                counts[_EXPANDED], counts[_ARCS], counts[_IDS], counts[_GRAMS] = n_exp, n_arcs, n_ids, n_grams
+                return False
             for i in range(out_ptr[q], out_ptr[q + 1]):
                 x = out_label[i]
                 h2 = h
@@ -145,9 +172,44 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
                 n_arcs += 1
                 gram_ptr[n_arcs] = n_ids
             e = chain_next[e]
-    return (orig[:n_exp].copy(), src[:n_arcs].copy(), dst[:n_arcs].copy(), cost[:n_arcs].copy(),
-            gram_ptr[:n_arcs + 1].copy(), gram_ids[:n_ids].copy(), prefix[:n_grams].copy(), last[:n_grams].copy(),
-            gram_order[:n_grams].copy())
+        q += 1
+    counts[_STATE], counts[_CHAIN] = q, e
+    counts[_EXPANDED], counts[_ARCS], counts[_IDS], counts[_GRAMS] = n_exp, n_arcs, n_ids, n_grams
+    return True
+
+
+@njit(cache=True)
+def by_destination(orig: np.ndarray, num_original: int, src: np.ndarray, dst: np.ndarray, cost: np.ndarray,
+                   gram_ptr: np.ndarray, gram_ids: np.ndarray):
+    """The expanded lattice as :func:`forward` takes it: states renumbered by their original state (stably, so the
+    numbering stays topological), arcs ordered by destination (stably), each arc's n-grams moved with it.
+
+    Returns (state_order [E]: the expanded state at each new number, src, dst, cost [A], gram_ptr [A+1],
+    gram_ids): the stable argsorts of numpy, as counting sorts.
+    """
+    state_order = stable_order(orig, num_original)
+    renumber = np.empty(state_order.size, np.int64)
+    for k in range(state_order.size):
+        renumber[state_order[k]] = k
+    new_dst = np.empty(dst.size, np.int64)
+    for i in range(dst.size):
+        new_dst[i] = renumber[dst[i]]
+    arc_order = stable_order(new_dst, state_order.size)
+    out_src = np.empty(src.size, np.int64)
+    out_dst = np.empty(dst.size, np.int64)
+    out_cost = np.empty(cost.size, np.float64)
+    out_ptr = np.empty(gram_ptr.size, np.int64)
+    out_ids = np.empty(gram_ids.size, np.int64)
+    out_ptr[0] = 0
+    n = 0
+    for k in range(arc_order.size):
+        i = arc_order[k]
+        out_src[k], out_dst[k], out_cost[k] = renumber[src[i]], new_dst[i], cost[i]
+        for j in range(gram_ptr[i], gram_ptr[i + 1]):
+            out_ids[n] = gram_ids[j]
+            n += 1
+        out_ptr[k + 1] = n
+    return state_order, out_src, out_dst, out_cost, out_ptr, out_ids
 
 
 @njit(cache=True)

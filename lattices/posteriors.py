@@ -107,16 +107,10 @@ def forward_posteriors(lattice: Lattice, order: int = MAX_ORDER, breadth_first: 
         lattice.num_states, out_ptr, _int64(lattice.dst), _int64(lattice.label),
         np.ascontiguousarray(lattice.cost, np.float64), order)
     # number expanded states by original state (topological, so every arc goes forward), arcs by destination
-    by_orig = np.argsort(orig, kind="stable")
-    renumber = np.empty_like(by_orig)
-    renumber[by_orig] = np.arange(by_orig.size)
-    src, dst = renumber[src], renumber[dst]
-    by_dst = np.argsort(dst, kind="stable")
-    sizes = np.diff(gram_ptr)[by_dst]
-    new_ptr = np.concatenate(([0], np.cumsum(sizes)))
-    gathered = np.repeat(gram_ptr[:-1][by_dst] - new_ptr[:-1], sizes) + np.arange(int(new_ptr[-1]))
-    values = kernels.forward(by_orig.size, src[by_dst], dst[by_dst], cost[by_dst], new_ptr, gram_ids[gathered],
-                             np.ascontiguousarray(lattice.final[orig[by_orig]], np.float64), prefix.size,
+    state_order, src, dst, cost, gram_ptr, gram_ids = kernels.by_destination(orig, lattice.num_states, src, dst, cost,
+                                                                             gram_ptr, gram_ids)
+    values = kernels.forward(state_order.size, src, dst, cost, gram_ptr, gram_ids,
+                             np.ascontiguousarray(lattice.final[orig[state_order]], np.float64), prefix.size,
                              breadth_first)
     return NgramPosteriors(kernels.ngram_tokens(prefix, last, gram_order, order), values, order)
 

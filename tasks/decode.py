@@ -135,7 +135,7 @@ class DecodeNMT(VariantTask):
     def lmatrix_store(self):
         """The split's L matrices; with LMBR tuning, its posteriors under the theta TuneLMBR chose (rebuilt per
         batch: the posteriors are the costly part and are computed once for all systems)."""
-        from lattices.lmatrix import LMatrixStore
+        from lattices.lmatrix_shards import LMatrixStore
         from lattices.theta import Theta
         from pipeline.decode.lmbr_tuning import ReweightedStore
 

@@ -10,7 +10,7 @@ import luigi
 
 from lattices.acceptor import build_acceptor_shard, load_acceptors
 from lattices.evidence import DEFAULT_MAX_STATES
-from lattices.lmatrix import build_lmatrix_shard
+from lattices.lmatrix_shards import build_lmatrix_shard
 from lattices.restore import WordRestorer
 from lattices.theta import Theta
 from lattices.units import TokenMapper

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lattices.acceptor import Acceptor
-from lattices.lmatrix import LMatrixStore
+from lattices.lmatrix_shards import LMatrixStore
 from lattices.mbr import lattice_mbr
 from lattices.restore import WordRestorer
 from lattices.theta import Theta

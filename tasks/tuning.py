@@ -17,7 +17,7 @@ from typing import Any, Callable
 import luigi
 import torch
 
-from lattices.lmatrix import LMatrixStore
+from lattices.lmatrix_shards import LMatrixStore
 from pipeline.config import LmbrProfile
 from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings

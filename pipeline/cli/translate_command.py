@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     models = load_models([Path(m) for m in args.models], device, speedups)
     hook_factory = None
     if args.lmbr:
-        from lattices.lmatrix import LMatrixStore
+        from lattices.lmatrix_shards import LMatrixStore
         from pipeline.decode.lmbr import lmbr_hook_factory
 
         folder = Path(args.lmbr)

@@ -326,7 +326,7 @@ class Translator:
 
     def _lmatrices(self, paths: list[Path], codes: Path, vocab: Path, shard: Path) -> list:
         """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta."""
-        from lattices.lmatrix import build_lmatrix_shard, load_shard
+        from lattices.lmatrix_shards import build_lmatrix_shard, load_shard
         from lattices.theta import Theta
 
         lmbr = self.system.settings.lmbr

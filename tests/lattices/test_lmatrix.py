@@ -1,22 +1,12 @@
-import dataclasses
-import json
-import math
 import random
 
 import numpy as np
-import pytest
 
-from lattices.determinize import determinize
-from lattices.fst_io import symbol_table, write_lattice
 from lattices.lattice import Lattice
-from lattices.lmatrix import LMatrixStore, build_lmatrix, build_lmatrix_shard, load_shard, save_shard
+from lattices.lmatrix import build_lmatrix
 from lattices.posteriors import ngram_posteriors
 from lattices.theta import Theta
-from lattices.units import TokenMapper, map_lattice
-from pipeline.errors import DataError
-from pipeline.text.bpe import BpeSegmenter
-from pipeline.vocab import Vocabulary
-from tests.lattices.helpers import make_fst, random_fst
+from tests.lattices.helpers import random_fst
 
 THETA = Theta.from_precisions([60.0, 40.0, 30.0, 20.0])
 VOCAB = 16
@@ -54,86 +44,3 @@ def test_new_theta_without_recomputing_posteriors():
     L = random_lmatrix(random.Random(3))
     scaled = Theta.from_precisions([60.0, 40.0, 30.0, 20.0], "scaled", T=10)
     np.testing.assert_allclose(L.with_theta(scaled).dense_rows([0, 1]), L.dense_rows([0, 1]) / 10, rtol=1e-6)
-
-
-def test_shard_round_trip_and_store_across_shards(tmp_path):
-    rng = random.Random(4)
-    matrices = [random_lmatrix(rng, sentence=s) for s in range(5)]
-    matrices[1].posteriors = dataclasses.replace(matrices[1].posteriors, margin=1.25)  # a pruned evidence space
-    save_shard(tmp_path / "a.npz", matrices[:3], {"x": 1})
-    save_shard(tmp_path / "b.npz", matrices[3:])
-    loaded = load_shard(tmp_path / "a.npz")
-    assert [m.sentence for m in loaded] == [0, 1, 2] and loaded[0].signature == {"x": 1}
-    for a, b in zip(matrices, loaded):
-        assert a.automaton.histories == b.automaton.histories
-        np.testing.assert_array_equal(a.dense_rows(np.arange(a.num_rows)), b.dense_rows(np.arange(b.num_rows)))
-        rows = np.arange(a.num_rows).repeat(VOCAB)
-        tokens = np.tile(np.arange(VOCAB), a.num_rows)
-        np.testing.assert_array_equal(a.automaton.next_rows(rows, tokens), b.automaton.next_rows(rows, tokens))
-        assert a.posteriors.as_dict() == b.posteriors.as_dict() and a.posteriors.margin == b.posteriors.margin
-    store = LMatrixStore([tmp_path / "a.npz", tmp_path / "b.npz"], cache_shards=1)
-    assert store.sentences() == [0, 1, 2, 3, 4]
-    got = store.get([4, 0, 3])
-    assert [m.sentence for m in got] == [4, 0, 3]
-    assert not list(tmp_path.glob("*.tmp-*"))
-
-
-def test_build_lmatrix_shard_from_lattice_files(tmp_path, bpe_files):
-    codes, vocab_path = bpe_files
-    vocab = Vocabulary.load(vocab_path)
-    table = symbol_table(["The", "man", "woman", "sees", "a", "house", "."])
-    w = table.find
-    folder = tmp_path / "decoded"
-    arcs = [(0, 1, w("<s>"), 0.0), (1, 2, w("The"), 0.1), (2, 3, w("man"), 0.2), (2, 3, w("woman"), 1.2),
-            (3, 4, w("sees"), 0.0), (4, 5, w("a"), 0.3), (5, 6, w("house"), 0.1), (6, 7, w("."), 0.0),
-            (7, 8, w("</s>"), 0.0)]
-    for i in range(3):
-        write_lattice(Lattice.from_fst(make_fst(arcs[: 6 + i] + [(5 + i, 8, w("</s>"), 0.0)], {8: 0.0},
-                                                symbols=table)), folder / "lattices" / f"{i}.fst")
-    (folder / "lattices.json").write_text(json.dumps({"alpha": 0.5, "sentences": 3, "weights": {},
-                                                      "semiring": "tropical"}))
-    paths = sorted((folder / "lattices").glob("*.fst"))
-    stats = build_lmatrix_shard(paths, codes, vocab_path, THETA, None, "tropical", 2, tmp_path / "L" / "0.npz")
-    assert stats["sentences"] == 3 and stats["signature"]["alpha"] == 0.5 and stats["signature"]["nbest"] == 2
-    assert stats["signature"]["theta"] == THETA.signature()
-    loaded = load_shard(tmp_path / "L" / "0.npz")
-    # the same as mapping and computing by hand
-    mapper = TokenMapper(vocab, BpeSegmenter(codes))
-    units = map_lattice(Lattice.from_fst(make_fst(arcs[:6] + [(5, 8, w("</s>"), 0.0)], {8: 0.0}, symbols=table)),
-                        mapper)
-    expected = ngram_posteriors(units, 4, 0.5, "tropical", nbest=2).as_dict()
-    assert loaded[0].posteriors.as_dict() == pytest.approx(expected, abs=1e-12)
-    assert (vocab.bos_id,) in loaded[0].posteriors.as_dict()
-    with pytest.raises(DataError, match="no alpha"):
-        build_lmatrix_shard([tmp_path / "elsewhere" / "0.fst"], codes, vocab_path, THETA, None, "log", 0,
-                            tmp_path / "x.npz")
-
-
-def test_build_lmatrix_shard_records_the_sentences_pruned_to_fit_the_state_bound(tmp_path, bpe_files):
-    codes, vocab_path = bpe_files
-    table = symbol_table(["The", "man", "woman", "boy", "sees", "a", "house", "."])
-    w = table.find
-    chain = [(0, 1, w("<s>"), 0.0), (1, 2, w("The"), 0.1), (3, 4, w("sees"), 0.0), (4, 5, w("a"), 0.3),
-             (5, 6, w("house"), 0.1), (6, 7, w("</s>"), 0.0)]
-    branches = {0: [(2, 3, w("man"), 0.2)],  # one path
-                1: [(2, 3, w("man"), 0.2), (2, 3, w("woman"), 1.2), (2, 3, w("boy"), 2.5)]}  # three strings
-    folder = tmp_path / "decoded"
-    for i, extra in branches.items():
-        write_lattice(Lattice.from_fst(make_fst(chain + extra, {7: 0.0}, symbols=table)),
-                      folder / "lattices" / f"{i}.fst")
-    (folder / "lattices.json").write_text(json.dumps({"alpha": 1.0}))
-    paths = sorted((folder / "lattices").glob("*.fst"))
-    mapper = TokenMapper(Vocabulary.load(vocab_path), BpeSegmenter(codes))
-    units = [map_lattice(Lattice.from_fst(make_fst(chain + extra, {7: 0.0}, symbols=table)), mapper)
-             for extra in branches.values()]
-    one_path = determinize(units[0], "tropical").num_states
-    assert determinize(units[1], "tropical").num_states > one_path  # the bound below prunes sentence 1 only
-    stats = build_lmatrix_shard(paths, codes, vocab_path, THETA, None, "tropical", 0, tmp_path / "L.npz",
-                                engine="exact", max_states=one_path)
-    expected = ngram_posteriors(units[1], 4, 1.0, "tropical", max_states=one_path)
-    assert set(stats["pruned"]) == {1} and stats["pruned"][1] == pytest.approx(expected.margin)
-    assert stats["signature"]["max_states"] == one_path
-    loaded = load_shard(tmp_path / "L.npz")
-    assert math.isinf(loaded[0].posteriors.margin) and loaded[1].posteriors.margin == pytest.approx(expected.margin)
-    assert loaded[1].posteriors.as_dict() == pytest.approx(expected.as_dict(), abs=1e-12)
-    assert expected.margin == 0.0 and len(expected) < len(ngram_posteriors(units[1], 4))  # the best path alone

@@ -1,6 +1,7 @@
 import math
 import random
 
+import numpy as np
 import pytest
 
 from lattices.lattice import Lattice
@@ -143,3 +144,24 @@ def test_breadth_first_order_gives_the_numbering_orders_bits():
             assert breadth.values.tobytes() == numbered.values.tobytes()
             assert (breadth.tokens == numbered.tokens).all()
     assert reordered > 10
+
+
+@pytest.mark.parametrize("semiring", ["tropical", "log"])
+def test_an_expansion_that_outgrows_its_first_arrays_equals_brute_force(semiring):
+    # a sausage of 4 words at each of 6 positions: up to 64 histories per state, many more expanded states, arcs,
+    # n-gram ids and n-grams than the kernel's first arrays hold, so it stops, grows them and resumes several times
+    from lattices import posterior_kernels as kernels
+
+    rng = random.Random(23)
+    width, length = 4, 6
+    arcs = [(k, k + 1, 1 + width * k + w, rng.uniform(0.0, 2.0)) for k in range(length) for w in range(width)]
+    lattice = Lattice.from_arcs(length + 1, 0, arcs, {length: 0.0})
+    out_ptr = np.searchsorted(lattice.src, np.arange(lattice.num_states + 1))
+    orig, src, _, _, _, gram_ids, prefix, _, _ = kernels.expand(
+        lattice.num_states, out_ptr, lattice.dst.astype(np.int64), lattice.label.astype(np.int64),
+        lattice.cost.astype(np.float64), 4)
+    assert orig.size > 2 * lattice.num_states + 64 and src.size > 2 * lattice.num_arcs + 64
+    assert gram_ids.size > 6 * lattice.num_arcs + 64 and prefix.size > 2 * lattice.num_arcs + 64
+    paths = list(lattice.paths())
+    assert len(paths) == width ** length
+    assert_close(ngram_posteriors(lattice, 4, 1.0, semiring).as_dict(), brute_force(paths, 4, 1.0, semiring), 1e-9)

@@ -11,7 +11,7 @@ from luigi.execution_summary import LuigiStatusCode
 from pipeline.io import read_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
-from lattices.lmatrix import LMatrixStore
+from lattices.lmatrix_shards import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.lmbr import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore, lmbr_grid

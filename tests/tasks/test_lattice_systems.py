@@ -7,7 +7,7 @@ import re
 from luigi.execution_summary import LuigiStatusCode
 
 from lattices.acceptor import Acceptor
-from lattices.lmatrix import LMatrixStore
+from lattices.lmatrix_shards import LMatrixStore
 from lattices.mbr import lattice_mbr
 from lattices.theta import Theta
 from pipeline.io import read_lines

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from luigi.execution_summary import LuigiStatusCode
 
-from lattices.lmatrix import LMatrixStore
+from lattices.lmatrix_shards import LMatrixStore
 from lattices.theta import Theta
 from pipeline.io import read_lines
 from pipeline.text import BpeSegmenter

@@ -128,7 +128,8 @@ def test_a_missing_model_is_a_clear_error(setup, tmp_path, capsys):
 
 def test_lmbr_with_a_tiny_lambda_follows_each_sentences_one_path_lattice(setup, tmp_path, capsys):
     from lattices.lattice import Lattice
-    from lattices.lmatrix import build_lmatrix, save_shard
+    from lattices.lmatrix import build_lmatrix
+    from lattices.lmatrix_shards import save_shard
     from lattices.posteriors import ngram_posteriors
     from lattices.theta import Theta
 
