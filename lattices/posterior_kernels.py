@@ -65,8 +65,8 @@ def expand(num_states: int, out_ptr: np.ndarray, out_dst: np.ndarray, out_label:
     arcs = out_dst.size
     counts = np.zeros(6, np.int64)
     counts[_CHAIN] = _NONE
-    # first sizes from the medians of phrase-based lattices: 1.3 expanded states per state, 1.25 arcs per arc,
-    # 5 n-gram ids and 1.1 n-grams per arc
+    # first sizes: on phrase-based lattices the median is 1.3 expanded states per state, 1.25 expanded arcs per arc,
+    # 5 n-gram ids and 1.1 n-grams per arc (1000 eng-ger lattices); about 1 in 100 outgrows these
     child_keys, child_values = new_table(2 * arcs + 16)
     state_keys, state_values = new_table(2 * num_states + 16)
     grams = 2 * arcs + 64
