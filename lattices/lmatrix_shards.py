@@ -1,10 +1,11 @@
 """L's shard files: several sentences' L (and their posteriors) in one npz file, concatenated with offsets.
 
 :class:`ShardWriter` writes a shard sentence by sentence. Each L is cut down to the file's columns (int32 tokens,
-float32 values) when it is added and spooled to a temporary folder beside the shard; :meth:`ShardWriter.finish`
-streams the columns into the npz, atomically. A stage therefore holds one sentence's L at a time however many
-sentences its shard has (holding them all cost about 2 MB a sentence on full lattices, and the page faults of that
-memory a third of the stage's time). :func:`save_shard` writes a list of L the same way; :func:`load_shard` reads
+float32 values) when it is added; the columns are held in memory up to 64 MB, and past that spooled to a temporary
+folder beside the shard. :meth:`ShardWriter.finish` streams the columns into the npz, atomically. A stage therefore
+holds little more than one sentence's L however many sentences its shard has (holding them all cost about 2 MB a
+sentence on full lattices, and the page faults of that memory a third of the stage's time), and a shard of a few
+sentences (a server's) never touches the spool. :func:`save_shard` writes a list of L the same way; :func:`load_shard` reads
 one back; :class:`LMatrixStore` finds sentences across shards and loads them on demand; :func:`build_lmatrix_shard`
 is the one call a Luigi task needs.
 """
@@ -36,6 +37,9 @@ __all__ = ["ShardWriter", "save_shard", "load_shard", "LMatrixStore", "build_lma
 _LOG = logging.getLogger(__name__)
 
 #: The columns concatenated over the sentences of a shard, with their stored dtype, in the file's order.
+#: Columns are held in memory up to this many bytes, then spooled to files.
+SPOOL_ABOVE = 64 * 2 ** 20
+
 _COLUMNS = {
     "row_tokens": np.int32, "uni_tokens": np.int32, "uni_values": np.float32, "hi_row_sizes": np.int32,
     "hi_tokens": np.int32, "hi_values": np.float32, "trans_rows": np.int32, "trans_tokens": np.int32,
@@ -64,8 +68,9 @@ def _columns(m: LMatrix) -> dict[str, np.ndarray]:
 
 
 class ShardWriter:
-    """A shard file written sentence by sentence (see the module docstring); use it as a context manager, which
-    removes the spool however the block ends::
+    """A shard file written sentence by sentence (see the module docstring; ``spool_above``: the bytes held in
+    memory before they go to the spool). Use it as a context manager, which removes the spool however the block
+    ends::
 
         with ShardWriter(path) as shard:
             for m in matrices:
@@ -73,11 +78,13 @@ class ShardWriter:
             shard.finish(signature)
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, spool_above: int = SPOOL_ABOVE) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._spool = Path(tempfile.mkdtemp(prefix=self.path.name + TMP_MARK, dir=self.path.parent))
-        self._files: dict[str, IO[bytes]] = {name: (self._spool / name).open("wb") for name in _COLUMNS}
+        self._spool_above = spool_above
+        self._spool: Path | None = None  # created when the columns first pass `spool_above` bytes
+        self._files: dict[str, IO[bytes]] = {}
+        self._held: dict[str, list[np.ndarray]] = {name: [] for name in _COLUMNS}
+        self._held_bytes = 0
         self._rows: dict[str, int] = dict.fromkeys(_COLUMNS, 0)
         self._widths: dict[str, tuple[int, ...]] = {}
         self._sentences: list[int] = []
@@ -97,7 +104,7 @@ class ShardWriter:
         return len(self._sentences)
 
     def add(self, m: LMatrix) -> None:
-        """Append one sentence's L (and posteriors); the matrix is not kept."""
+        """Append one sentence's L (and posteriors): its columns are kept in the file's dtypes, not the matrix."""
         if self._vocab_size is None:
             self._vocab_size, self._order = m.vocab_size, m.posteriors.order
         elif (m.vocab_size, m.posteriors.order) != (self._vocab_size, self._order):
@@ -106,7 +113,9 @@ class ShardWriter:
             width = values.shape[1:]
             if self._widths.setdefault(name, width) != width:
                 raise ValueError(f"{name}: rows of width {width} after rows of width {self._widths[name]}")
-            self._files[name].write(np.ascontiguousarray(values, _COLUMNS[name]))
+            part = np.ascontiguousarray(values, _COLUMNS[name])
+            self._held[name].append(part)
+            self._held_bytes += part.nbytes
             self._rows[name] += values.shape[0]
         self._sentences.append(m.sentence)
         self._thetas.append(m.theta)
@@ -114,6 +123,20 @@ class ShardWriter:
         for key, size in (("row", m.num_rows), ("uni", m.uni_tokens.size), ("trans", m.automaton.trans_rows.size),
                           ("unirow", m.automaton.unigram_tokens.size), ("ngram", len(m.posteriors))):
             self._sizes[key].append(size)
+        if self._held_bytes > self._spool_above:
+            self._spill()
+
+    def _spill(self) -> None:
+        """Append the held columns to the spool's files (made on first use) and let them go."""
+        if self._spool is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._spool = Path(tempfile.mkdtemp(prefix=self.path.name + TMP_MARK, dir=self.path.parent))
+            self._files = {name: (self._spool / name).open("wb") for name in _COLUMNS}
+        for name, parts in self._held.items():
+            for part in parts:
+                self._files[name].write(part)
+            parts.clear()
+        self._held_bytes = 0
 
     def finish(self, signature: dict[str, Any]) -> None:
         """Write the shard file (atomically), with the given signature."""
@@ -137,20 +160,24 @@ class ShardWriter:
                             self._copy_column(name, entry)
 
     def _copy_column(self, name: str, entry: IO[bytes]) -> None:
-        """The .npy form of a spooled column: its header, then its bytes."""
+        """The .npy form of a column: its header, then its spooled bytes, then those still held."""
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype(_COLUMNS[name])), "fortran_order": False,
                   "shape": (self._rows[name], *self._widths.get(name, ()))}
         np.lib.format.write_array_header_1_0(entry, header)
-        spooled = self._spool / name
-        with spooled.open("rb") as f:
-            shutil.copyfileobj(f, entry, 1 << 20)
-        spooled.unlink()  # the spool shrinks as the shard grows: the disk holds little more than the shard
+        if self._spool is not None:
+            spooled = self._spool / name
+            with spooled.open("rb") as f:
+                shutil.copyfileobj(f, entry, 1 << 20)
+            spooled.unlink()  # the spool shrinks as the shard grows: the disk holds little more than the shard
+        for part in self._held[name]:
+            entry.write(part)
 
     def close(self) -> None:
         """Remove the spool (the shard file, once finished, stays)."""
         for f in self._files.values():
             f.close()
-        shutil.rmtree(self._spool, ignore_errors=True)
+        if self._spool is not None:
+            shutil.rmtree(self._spool, ignore_errors=True)
 
 
 def save_shard(path: Path, matrices: Sequence[LMatrix], signature: dict[str, Any] | None = None) -> None:

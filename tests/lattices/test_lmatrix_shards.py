@@ -64,14 +64,17 @@ def concatenated_shard(matrices, signature):
     }
 
 
-def test_the_streamed_shard_holds_each_column_concatenated_over_its_sentences(tmp_path):
+@pytest.mark.parametrize("spool_above", [0, 5000, None])  # every sentence spooled, from the fourth on, none
+def test_the_streamed_shard_holds_each_column_concatenated_over_its_sentences(tmp_path, spool_above):
     rng = random.Random(7)
     matrices = [random_lmatrix(rng, sentence=s) for s in (4, 0, 9, 2)]
     matrices.insert(2, build_lmatrix(ngram_posteriors(Lattice.empty(), 4), THETA, VOCAB, 5))  # no n-grams at all
     signature = {"theta": [1.0, 2.0], "note": "x"}
-    with ShardWriter(tmp_path / "s.npz") as shard:
-        for m in matrices:
+    with ShardWriter(tmp_path / "s.npz", *([] if spool_above is None else [spool_above])) as shard:
+        for k, m in enumerate(matrices):  # the first three hold 3,020 bytes of columns, the first four 5,436
             shard.add(m)
+            spooled = list(tmp_path.glob("s.npz.tmp-*"))
+            assert bool(spooled) == (spool_above is not None and (spool_above == 0 or k >= 3))
         assert len(shard) == 5
         shard.finish(signature)
     expected = concatenated_shard(matrices, signature)
@@ -87,8 +90,9 @@ def test_the_streamed_shard_holds_each_column_concatenated_over_its_sentences(tm
 def test_a_shard_left_unfinished_leaves_no_file_and_no_spool(tmp_path):
     rng = random.Random(8)
     with pytest.raises(RuntimeError, match="stop"):
-        with ShardWriter(tmp_path / "s.npz") as shard:
+        with ShardWriter(tmp_path / "s.npz", spool_above=0) as shard:
             shard.add(random_lmatrix(rng))
+            assert list(tmp_path.glob("s.npz.tmp-*"))  # the spool exists
             raise RuntimeError("stop")
     assert not list(tmp_path.iterdir())
     with pytest.raises(ValueError, match="at least one sentence"):
