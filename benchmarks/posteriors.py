@@ -1,17 +1,17 @@
 """Benchmark: exact n-gram posteriors (orders 1-4) + the L matrix per sentence, full lattice vs n-best.
 
 For every sentence: wall time of the posteriors (evidence space + forward algorithm), of building L and of adding
-it to a shard file (each run writes its sentences to one shard, as BuildLMatrix does: lattices.lmatrix_shards, one
-sentence's L held at a time; the shard's final write is timed and counted too), peak Python-heap memory of both (tracemalloc, numpy included; measured in a second pass so that tracing does not
-slow the timed pass), rows and stored entries of L. Reports median and 90th percentile per mode, and the
-process's peak RSS. Also times the decoder's per-step operations (dense L rows and next rows for a batch).
-Both evidence-space engines (lattices/openfst.py: OpenFst C++; exact: float64 Python) side by side, one process,
-one thread. With --lattices, the time to read and map each lattice is measured too, and every mode is compared
-with the PBMT decoding of the same sentences, measured side by side: each of the --runs runs first decodes them
-again in this process (the settings and inputs of the run that wrote the lattices, lattices and n-best lists
-written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total posteriors + L time (the
-shard included) over total PBMT time, per run; the report gives the median over runs (issue 19's targets: full lattice <= 1.0, n-best
-<= 0.5).
+it to a shard file (each run writes its sentences to one shard, as BuildLMatrix does: lattices.lmatrix_shards; the
+shard's final write is timed and counted too), peak Python-heap memory of both (tracemalloc, numpy included;
+measured in a second pass so that tracing does not slow the timed pass), rows and stored entries of L. Reports
+median and 90th percentile per mode, and the process's peak RSS. Also times the decoder's per-step operations (dense
+L rows and next rows for a batch). Both evidence-space engines (lattices/openfst.py: OpenFst C++; exact: float64
+Python) side by side, one process, one thread. With --lattices, the time to read and map each lattice is measured
+too, and every mode is compared with the PBMT decoding of the same sentences, measured side by side: each of the
+--runs runs first decodes them again in this process (the settings and inputs of the run that wrote the lattices,
+lattices and n-best lists written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total
+posteriors + L time (the shard included) over total PBMT time, per run; the report gives the median over runs
+(issue 19's targets: full lattice <= 1.0, n-best <= 0.5), and also the ratio without the shard's final write.
 
 Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
 stack decoding with recombination on the last two words and a stack limit, BPE-like 1-2 tokens per word, so
@@ -324,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             ("lattice states (median)", *[f"{statistics.median(sizes['states']):.0f}"] * len(modes)),
             ("lattice arcs (median)", *[f"{statistics.median(sizes['arcs']):.0f}"] * len(modes))]
     labels = [("posteriors s", "posteriors_s", "{:.3f}"), ("L build s", "lmatrix_s", "{:.3f}"),
-              ("add to the shard s", "shard_s", "{:.4f}"), ("posteriors + L + shard s", "total_s", "{:.3f}"), ("peak heap MB", "peak_mb", "{:.1f}"),
+              ("add to the shard s", "shard_s", "{:.4f}"), ("posteriors + L + shard s", "total_s", "{:.3f}"),
+              ("peak heap MB", "peak_mb", "{:.1f}"),
               ("n-grams (orders 1-4)", "ngrams", "{:.0f}"), ("rows of L", "rows", "{:.0f}"),
               ("stored entries (nnz)", "nnz", "{:.0f}"), ("L storage KB", "l_bytes", "{:.0f}")]
     for label, key, fmt in labels:
@@ -359,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             unwritten = [(total - write) / pbmt for total, write, pbmt in zip(totals[name], writes[name], pbmt_seconds)]
             ratios[name] = {"posteriors_and_l": statistics.median(per_run), "per_run": per_run,
                             "with_read_and_map": statistics.median(with_read),
-                            "without_shard_write": statistics.median(unwritten), "without_shard_write_per_run": unwritten}
+                            "without_shard_write": statistics.median(unwritten),
+                            "without_shard_write_per_run": unwritten}
             print(f"{name}: posteriors + L = {statistics.median(per_run):.3f}x the PBMT decoding of the same "
                   f"{len(lattices)} sentences (median of {args.runs} runs: {statistics.median(totals[name]):.2f} s vs "
                   f"{statistics.median(pbmt_seconds):.2f} s; {statistics.median(unwritten):.3f}x without the shard's "

@@ -5,9 +5,9 @@ float32 values) when it is added; the columns are held in memory up to 64 MB, an
 folder beside the shard. :meth:`ShardWriter.finish` streams the columns into the npz, atomically. A stage therefore
 holds little more than one sentence's L however many sentences its shard has (holding them all cost about 2 MB a
 sentence on full lattices, and the page faults of that memory a third of the stage's time), and a shard of a few
-sentences (a server's) never touches the spool. :func:`save_shard` writes a list of L the same way; :func:`load_shard` reads
-one back; :class:`LMatrixStore` finds sentences across shards and loads them on demand; :func:`build_lmatrix_shard`
-is the one call a Luigi task needs.
+sentences (a server's) never touches the spool. :func:`save_shard` writes a list of L the same way;
+:func:`load_shard` reads one back; :class:`LMatrixStore` finds sentences across shards and loads them on demand;
+:func:`build_lmatrix_shard` is the one call a Luigi task needs.
 """
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ __all__ = ["ShardWriter", "save_shard", "load_shard", "LMatrixStore", "build_lma
 
 _LOG = logging.getLogger(__name__)
 
-#: The columns concatenated over the sentences of a shard, with their stored dtype, in the file's order.
 #: Columns are held in memory up to this many bytes, then spooled to files.
 SPOOL_ABOVE = 64 * 2 ** 20
 
+#: The columns concatenated over the sentences of a shard, with their stored dtype, in the file's order.
 _COLUMNS = {
     "row_tokens": np.int32, "uni_tokens": np.int32, "uni_values": np.float32, "hi_row_sizes": np.int32,
     "hi_tokens": np.int32, "hi_values": np.float32, "trans_rows": np.int32, "trans_tokens": np.int32,
