@@ -145,16 +145,16 @@ def measure(lattice: Lattice, semiring: str, nbest: int, alpha: float, vocab_siz
 
 
 def shard_run(lattices: list[Lattice], args: argparse.Namespace, nbest: int, engine: str, vocab_size: int,
-              heap: bool) -> tuple[list[dict], float]:
-    """One timed run of a mode over all sentences, written to a shard file as BuildLMatrix writes it (one
-    sentence's L held at a time); returns the per-sentence results (L kept for the first --batch sentences
-    only, for the decoder step) and the seconds of the shard's final write."""
+              heap: bool, keep: int) -> tuple[list[dict], float]:
+    """One timed run of a mode over all sentences, written to a shard file as BuildLMatrix writes it; returns the
+    per-sentence results (the L kept for the first `keep` sentences only, for the decoder step) and the seconds of
+    the shard's final write."""
     results = []
     with tempfile.TemporaryDirectory() as folder, ShardWriter(Path(folder) / "shard.npz") as shard:
         for k, lattice in enumerate(lattices):
             result = measure(lattice, args.semiring, nbest, args.alpha, vocab_size, engine, args.max_states, heap,
                              shard)
-            if k >= args.batch:
+            if k >= keep:
                 del result["lmatrix"]
             results.append(result)
         started = time.perf_counter()
@@ -292,10 +292,9 @@ def main(argv: list[str] | None = None) -> int:
             pbmt_seconds.append(redecode_seconds(args.lattices, indices, args.work_dir))
             print(f"run {run + 1}: PBMT {pbmt_seconds[-1]:.2f} s", file=sys.stderr)
         for name, (nbest, engine) in modes.items():
-            results, write_s = shard_run(lattices, args, nbest, engine, vocab_size, not args.no_heap and run == 0)
-            if run:  # the first run's L of the first --batch sentences serve the decoder step
-                for r in results:
-                    r.pop("lmatrix", None)
+            # the first run's L of the first --batch sentences serve the decoder step
+            results, write_s = shard_run(lattices, args, nbest, engine, vocab_size, not args.no_heap and run == 0,
+                                         args.batch if run == 0 else 0)
             timed[name].append(results)
             totals[name].append(sum(r["total_s"] for r in results) + write_s)
             writes[name].append(write_s)

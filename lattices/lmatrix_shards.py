@@ -46,6 +46,9 @@ _COLUMNS = {
     "trans_next": np.int32, "unirow_tokens": np.int32, "unirow_rows": np.int32, "ngram_tokens": np.int32,
     "ngram_values": np.float64,
 }
+#: The per-sentence offsets [S+1] of the file, each over the rows of one column.
+_OFFSETS = {"row_offsets": "row_tokens", "uni_offsets": "uni_tokens", "trans_offsets": "trans_rows",
+            "unirow_offsets": "unirow_tokens", "ngram_offsets": "ngram_tokens"}
 #: Every array of a shard file, in the file's order (offsets are per sentence, [S+1]).
 _FILE_ORDER = ("sentences", "vocab_size", "order", "theta", "row_offsets", "row_tokens", "uni_offsets", "uni_tokens",
                "uni_values", "hi_row_sizes", "hi_tokens", "hi_values", "trans_offsets", "trans_rows", "trans_tokens",
@@ -85,12 +88,11 @@ class ShardWriter:
         self._files: dict[str, IO[bytes]] = {}
         self._held: dict[str, list[np.ndarray]] = {name: [] for name in _COLUMNS}
         self._held_bytes = 0
-        self._rows: dict[str, int] = dict.fromkeys(_COLUMNS, 0)
+        self._part_rows: dict[str, list[int]] = {name: [] for name in _COLUMNS}  # each sentence's rows per column
         self._widths: dict[str, tuple[int, ...]] = {}
         self._sentences: list[int] = []
         self._thetas: list[np.ndarray] = []
         self._margins: list[float] = []
-        self._sizes: dict[str, list[int]] = {"row": [], "uni": [], "trans": [], "unirow": [], "ngram": []}
         self._vocab_size: int | None = None
         self._order: int | None = None
 
@@ -116,13 +118,10 @@ class ShardWriter:
             part = np.ascontiguousarray(values, _COLUMNS[name])
             self._held[name].append(part)
             self._held_bytes += part.nbytes
-            self._rows[name] += values.shape[0]
+            self._part_rows[name].append(values.shape[0])
         self._sentences.append(m.sentence)
         self._thetas.append(m.theta)
         self._margins.append(m.posteriors.margin)
-        for key, size in (("row", m.num_rows), ("uni", m.uni_tokens.size), ("trans", m.automaton.trans_rows.size),
-                          ("unirow", m.automaton.unigram_tokens.size), ("ngram", len(m.posteriors))):
-            self._sizes[key].append(size)
         if self._held_bytes > self._spool_above:
             self._spill()
 
@@ -147,7 +146,7 @@ class ShardWriter:
         small = {
             "sentences": np.asarray(self._sentences, np.int64), "vocab_size": np.asarray(self._vocab_size, np.int64),
             "order": np.asarray(self._order, np.int64), "theta": np.stack(self._thetas),
-            **{f"{key}_offsets": _offsets(sizes) for key, sizes in self._sizes.items()},
+            **{offsets: _offsets(self._part_rows[column]) for offsets, column in _OFFSETS.items()},
             "margins": np.asarray(self._margins, np.float64), "signature": np.asarray(json.dumps(signature)),
         }
         with atomic_path(self.path) as tmp:
@@ -162,7 +161,7 @@ class ShardWriter:
     def _copy_column(self, name: str, entry: IO[bytes]) -> None:
         """The .npy form of a column: its header, then its spooled bytes, then those still held."""
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype(_COLUMNS[name])), "fortran_order": False,
-                  "shape": (self._rows[name], *self._widths.get(name, ()))}
+                  "shape": (sum(self._part_rows[name]), *self._widths.get(name, ()))}
         np.lib.format.write_array_header_1_0(entry, header)
         if self._spool is not None:
             spooled = self._spool / name
