@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     words = sum(map(len, sentences))
     table = FastPhraseTable.load(paths["table"]).filter(sentences)
     lm = kenlm.Model(str(paths["lm"]))
-    weights = load_weights(paths["weights"]).weights if paths["weights"] else Weights.default()
+    weights = load_weights(paths["weights"]).weights if paths["weights"] else Weights.default(table.reordering)
 
     grid = list(itertools.product(ints(args.stacks), ints(args.distortions), ints(args.options)))
     own = (config.stack_limit, config.distortion_limit, config.options_per_phrase)

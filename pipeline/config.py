@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import ConfigError
+from pipeline.smt.reordering import KINDS as REORDERING_KINDS
 
 #: LMBR gain forms (pipeline/decode/lmbr.py): the paper's L at every step, or each n-gram paid once per hypothesis.
 GAIN_FORMS = ("per_step", "bounded")
@@ -164,6 +165,9 @@ class PbmtProfile:
     nbest: int  # n-best list written for a decoded split
     alpha: float  # path scale of the lattice posteriors, recorded in lattices.json
     workers: int  # decoding processes
+    # "distance" (distance-based distortion alone) or "msd-bidirectional-fe" (plus Moses' lexicalised reordering
+    # model: extracted with the phrases, six features tuned by MERT; pipeline/smt/reordering.py)
+    reordering: str = "distance"
 
 
 @dataclass(frozen=True)
@@ -428,6 +432,9 @@ def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
     for key in ("max_phrase_length", "stack_limit", "mert_nbest", "workers"):
         if getattr(profile.pbmt, key) < 1:
             raise ConfigError(f"{path}: key 'pbmt.{key}' must be at least 1")
+    if profile.pbmt.reordering not in REORDERING_KINDS:
+        raise ConfigError(f"{path}: key 'pbmt.reordering' must be one of {', '.join(map(repr, REORDERING_KINDS))}, "
+                          f"not {profile.pbmt.reordering!r}")
     for key, problem in profile.nmt.problems():
         raise ConfigError(f"{path}: key 'nmt.{key}' {problem}")
     for key, problem in profile.decode.problems():

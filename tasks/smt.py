@@ -11,12 +11,13 @@ import kenlm
 from pipeline.io import read_json, read_lines, write_json, write_lines
 from pipeline.smt.align import AlignerSettings, align, format_links, locate_eflomal, parse_links
 from pipeline.smt.decoder import Decoder, DecoderSettings
-from pipeline.smt.features import Weights
+from pipeline.smt.features import Weights, tuned_features
 from pipeline.smt.lattice import format_nbest
 from pipeline.smt.mert import MertSettings, corpus_bleu, bleu_stats, run_mert
 from pipeline.smt.parallel import Job, decode_all
 from pipeline.smt.phrase_scoring import build_phrase_table
 from pipeline.smt.phrase_table import FORMAT_VERSION, FastPhraseTable
+from pipeline.smt.reordering import SMOOTHING
 from pipeline.smt.symmetrize import grow_diag_final_and
 from pipeline.smt.weights import load_weights, save_weights
 from pipeline.text import TextProcessor, get_tokenizer
@@ -26,6 +27,12 @@ from tasks.variants import VariantTask
 from tasks.lm import TrainLM
 
 TABLE_TEXT, TABLE_FAST = "phrase-table.gz", "phrase-table.npz"
+REORDERING_TEXT = "reordering-table.wbe-msd-bidirectional-fe.gz"  # Moses' name for the model's table
+
+
+def lexicalised_reordering(task: PipelineTask) -> bool:
+    """Whether the profile's PBMT has the lexicalised reordering model."""
+    return task.profile_config.pbmt.reordering == "msd-bidirectional-fe"
 
 
 def decoder_settings(task: PipelineTask) -> DecoderSettings:
@@ -86,9 +93,12 @@ class BuildPhraseTable(PipelineTask):
         return {"words": self.clone(TruecaseSplit, split=self.config.splits.train), "align": self.clone(AlignWords)}
 
     def params(self) -> dict[str, Any]:
-        return {"max_phrase_length": self.profile_config.pbmt.max_phrase_length,
-                "scores": "p_fe lex_fe p_ef lex_ef", "lexical_alignment": "most frequent",
-                "fast_form": FORMAT_VERSION}
+        params = {"max_phrase_length": self.profile_config.pbmt.max_phrase_length,
+                  "scores": "p_fe lex_fe p_ef lex_ef", "lexical_alignment": "most frequent",
+                  "fast_form": FORMAT_VERSION}
+        if lexicalised_reordering(self):  # absent for distance-based reordering: its tables keep their signature
+            params.update(reordering="wbe-msd-bidirectional-fe", reordering_smoothing=SMOOTHING)
+        return params
 
     def build(self, out: Path) -> dict[str, Any]:
         words, links = self.requires()["words"].artifact_dir(), self.requires()["align"].artifact_dir()
@@ -99,7 +109,7 @@ class BuildPhraseTable(PipelineTask):
             (line.split() for line in read_lines(words / f"words.{self.config.target}.gz")),
             (parse_links(line) for line in read_lines(links / "links.gdfa.gz")),
             self.profile_config.pbmt.max_phrase_length, out / TABLE_TEXT, out / TABLE_FAST, tmp_dir=tmp_dir,
-            threads=self.processes)
+            threads=self.processes, reordering_path=out / REORDERING_TEXT if lexicalised_reordering(self) else None)
 
 
 class PbmtModelTask(PipelineTask):
@@ -146,7 +156,8 @@ class TunePBMT(PbmtModelTask):
         source = split_words(tune_dir, self.config.source, limit)
         references = split_words(tune_dir, self.config.target, limit)
         started = time.perf_counter()
-        decoder = self.decoder(source, Weights.default())
+        initial = Weights.default(lexicalised_reordering(self))
+        decoder = self.decoder(source, initial)
         loaded = time.perf_counter()
         settings = self.mert_settings()
 
@@ -156,7 +167,8 @@ class TunePBMT(PbmtModelTask):
                                  desc="mert")
             return [r.nbest for r in results]
 
-        weights, history = run_mert(decode, references, Weights.default(), settings)
+        weights, history = run_mert(decode, references, initial, settings,
+                                    tuned_features(decoder.table.reordering))
         signature = save_weights(out / "weights.json", weights, self.signature_params(),
                                  {"history": history})
         write_json(out / "mert.json", history)

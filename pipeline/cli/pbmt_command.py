@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if not table_path.is_file():
         raise FileNotFoundError(f"{table_path}: no such phrase table")
     table = FastPhraseTable.load(table_path) if table_path.suffix == ".npz" else PhraseTable.from_moses(table_path)
-    weights = load_weights(Path(args.weights)).weights if args.weights else Weights.default()
+    weights = load_weights(Path(args.weights)).weights if args.weights else Weights.default(table.reordering)
     if not Path(args.lm).is_file():
         raise FileNotFoundError(f"{args.lm}: no such language model")
     settings = DecoderSettings(stack_limit=args.stack_limit, beam_threshold=args.beam_threshold,

@@ -16,6 +16,7 @@ import kenlm
 import numpy as np
 
 from pipeline.smt.options import Options
+from pipeline.smt.reordering import WeightedReordering
 
 LIBRARY = Path(__file__).with_name("_pbmt_search.so")
 COMPILED_SOURCES = ("pbmt_search.cpp",)  # built into LIBRARY; the stage fingerprints (tasks/versions.py) hash them
@@ -37,14 +38,15 @@ def load_library() -> ctypes.CDLL | None:
     lib.pbmt_free.argtypes = [p]
     lib.pbmt_vocab.argtypes = [p, ctypes.c_char_p, _I32, ctypes.c_int32, p]
     lib.pbmt_search.restype = p
-    lib.pbmt_search.argtypes = [p, ctypes.c_int32] + [p] * 14 + [ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p,
-                                                                  ctypes.c_int]
+    lib.pbmt_search.argtypes = [p, ctypes.c_int32] + [p] * 14 + [ctypes.c_int32, ctypes.c_int32, p, p, p,
+                                                                  ctypes.c_char_p, ctypes.c_int]
     lib.pbmt_result_states.restype = ctypes.c_int32
     lib.pbmt_result_states.argtypes = [p]
     lib.pbmt_result_arcs.restype = ctypes.c_int64
     lib.pbmt_result_arcs.argtypes = [p]
     lib.pbmt_result_stats.argtypes = [p, p]
     lib.pbmt_result_copy.argtypes = [p] * 6
+    lib.pbmt_result_orientations.argtypes = [p] * 4
     lib.pbmt_result_free.argtypes = [p]
     return lib
 
@@ -85,10 +87,12 @@ class CompiledSearch:
         return CompiledSearch, (self.path,)  # the C++ model is loaded again from its file
 
     def search(self, opts: Options, future_table: np.ndarray, w_lm: float, w_d: float, ln10: float, beam: float,
-               limit_d: int, stack_limit: int) -> tuple[tuple[np.ndarray, ...], int, dict] | None:
+               limit_d: int, stack_limit: int, reordering: WeightedReordering | None = None
+               ) -> tuple[tuple[np.ndarray, ...], np.ndarray | None, int, dict] | None:
         """The search graph's arcs as columns (u, v, option, ln LM score, distortion; SearchGraph.arrays), grouped
-        by target state in topological order, its number of states and the search statistics; None when no
-        hypothesis completes."""
+        by target state in topological order, their orientations with the reordering model (SearchGraph.
+        orientations; else None), its number of states and the search statistics; None when no hypothesis
+        completes."""
         n = future_table.shape[0]
         spans = [s for spans in opts.by_start for s in spans]
         by_start = np.zeros(n + 1, dtype=np.int32)
@@ -113,10 +117,16 @@ class CompiledSearch:
         table = np.ascontiguousarray(future_table, dtype=np.float64)
         static_score = np.array(opts.static_score, dtype=np.float64)
         weights = np.array([w_lm * ln10, w_lm, w_d, ln10, beam], dtype=np.float64)
+        model = [None, None, None]
+        if reordering is not None:
+            model = [np.array(reordering.backward, dtype=np.float64).reshape(-1, 3),
+                     np.array(reordering.forward, dtype=np.float64).reshape(-1, 3),
+                     np.array(reordering.forward_class, dtype=np.int32)]
         error = ctypes.create_string_buffer(_ERROR_SIZE)
         result = self.lib.pbmt_search(self._model, n, *map(_pointer, arrays[:10]), len(targets),
                                       _pointer(table), _pointer(static_score), _pointer(weights),
-                                      limit_d, stack_limit, error, _ERROR_SIZE)
+                                      limit_d, stack_limit, *(None if a is None else _pointer(a) for a in model),
+                                      error, _ERROR_SIZE)
         if not result:
             raise RuntimeError(f"compiled PBMT search: {error.value.decode(errors='replace')}")
         try:
@@ -130,10 +140,15 @@ class CompiledSearch:
             u, v, o, d = (np.empty(m, dtype=np.int32) for _ in range(4))
             lm = np.empty(m, dtype=np.float64)
             self.lib.pbmt_result_copy(result, _pointer(u), _pointer(v), _pointer(o), _pointer(lm), _pointer(d))
+            orientations = None
+            if reordering is not None:
+                columns = np.empty((3, m), dtype=np.int32)
+                self.lib.pbmt_result_orientations(result, *(_pointer(columns[k]) for k in range(3)))
+                orientations = np.ascontiguousarray(columns.T, dtype=np.int64)
         finally:
             self.lib.pbmt_result_free(result)
         arrays = (u.astype(np.int64), v.astype(np.int64), o.astype(np.int64), lm, d.astype(np.int64))
-        return arrays, num_states, stats
+        return arrays, orientations, num_states, stats
 
     @staticmethod
     def _targets(opts: Options) -> list[tuple[str, ...]]:

@@ -14,6 +14,12 @@ limit-th best) and drops nodes and arcs worse than the stack's best by more than
 context) is already below the stack's floor. Reordering: the jump from the previous phrase's end to the new
 phrase's start is at most ``distortion_limit`` words, and a phrase that leaves the first gap open must end
 close enough to jump back to it (Moses' rule); a negative limit means no limit.
+
+Lexicalised reordering (pipeline.smt.reordering), when the phrase table has it: an arc also scores the
+orientation of its phrase against the one before (the phrase's backward probability and the previous phrase's
+forward probability), and the arc that completes the sentence the last phrase's forward orientation against the
+end. A node then also remembers the start of its last phrase and the forward probabilities of its last option,
+and recombines only with nodes that agree on both.
 """
 from __future__ import annotations
 
@@ -27,11 +33,12 @@ import kenlm
 import numpy as np
 
 from pipeline.smt.compiled_search import LIBRARY, CompiledSearch
-from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, Weights
+from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, REORDERING, Weights
 from pipeline.smt.future_cost import FutureCosts, span_table
 from pipeline.smt.graph_kernels import best_prefix
 from pipeline.smt.options import OptionCache, Options, collect_options, passthrough_features
 from pipeline.smt.phrase_table import PhraseTable
+from pipeline.smt.reordering import DISC, MONO, SWAP, WeightedReordering, reordering_features
 
 
 @dataclass(frozen=True)
@@ -43,9 +50,10 @@ class DecoderSettings:
 
 
 # A node (recombined hypothesis, a state of the search graph) is a list, the cheapest object to make in the inner
-# loop: [score, coverage bitmask, last source position, KenLM state, future score, incoming arcs]; an arc is a
-# tuple (previous node, option id, LM ln-score, distortion).
-SCORE, COVERAGE, LAST, STATE, FUTURE, ARCS = range(6)
+# loop: [score, coverage bitmask, last source position, KenLM state, future score, incoming arcs, first source
+# position of the last phrase, last option (-1 at the start)]; an arc is a tuple (previous node, option id, LM
+# ln-score, distortion, orientation, orientation against the end (-1 but on an arc that completes)).
+SCORE, COVERAGE, LAST, STATE, FUTURE, ARCS, FIRST, OPTION = range(8)
 Node = list
 ARC_DTYPES = (np.int64, np.int64, np.int64, np.float64, np.int64)  # SearchGraph.arrays: u, v, option, lm, distortion
 
@@ -55,7 +63,8 @@ class SearchGraph:
     """The pruned search graph of one sentence: states 0 (start) .. len-1 (end), arcs in topological order.
 
     An arc (u, v, option, lm, distortion) applies ``option`` (a source span and a target phrase, possibly empty)
-    in state u; its features are the option's static features plus ``lm`` and ``distortion``.
+    in state u; its features are the option's static features plus ``lm`` and ``distortion``, and with the
+    reordering model its reordering features (``orientations``, ``reordering``; pipeline.smt.reordering).
     """
 
     source: list[str]
@@ -68,6 +77,10 @@ class SearchGraph:
     stats: dict = field(default_factory=dict)
     # the arcs as columns (u, v, option [int64], lm [float64], distortion [int64]); made from ``arcs`` when not given
     arrays: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
+    # with the reordering model: [arcs, 3] int64 (orientation, the option before (-1 at the start), orientation
+    # against the end (-1 but on an arc that completes)) and [options, 6] the options' reordering ln probabilities
+    orientations: np.ndarray | None = field(default=None, repr=False)
+    reordering: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.arrays is None:
@@ -77,6 +90,10 @@ class SearchGraph:
         w = self.weights.vector
         # [arcs] float64: an arc's static score plus its weighted LM score and distortion, added in that order
         self.arc_scores = (self.static @ w)[option] + float(w[LM]) * lm + float(w[DISTORTION]) * distortion
+        self.arc_reordering = None  # [arcs, 6] the arcs' reordering features, with the reordering model
+        if self.orientations is not None:
+            self.arc_reordering = reordering_features(self.orientations, option, self.reordering)
+            self.arc_scores = self.arc_scores + self.arc_reordering @ w[REORDERING]
         # arcs come grouped by target state, in topological order
         self.state_scores, self.best_arc = best_prefix(u, v, self.arc_scores, self.num_states)
 
@@ -93,6 +110,8 @@ class SearchGraph:
         f = self.static[option].copy()
         f[LM] += lm
         f[DISTORTION] += distortion
+        if self.arc_reordering is not None:
+            f[REORDERING] += self.arc_reordering[a]
         return f
 
     def arc_score(self, a: int) -> float:
@@ -118,6 +137,8 @@ class SearchGraph:
         rows = self.static[[arc[2] for arc in arcs]]  # [arcs, features], a copy
         rows[:, LM] += [arc[3] for arc in arcs]
         rows[:, DISTORTION] += [arc[4] for arc in arcs]
+        if self.arc_reordering is not None:
+            rows[:, REORDERING] += self.arc_reordering[list(path)]
         return rows.sum(axis=0)
 
 
@@ -159,21 +180,23 @@ class Decoder:
             return self._single_path(words, [], np.zeros(len(FEATURES)), {"empty": True})
         opts = collect_options(words, self.options, forced)
         table = span_table(opts.best_by_span(len(words)))
+        reordering = WeightedReordering.of(opts.reordering, self.weights)
         if self.compiled is not None and len(words) <= self.compiled.max_words:
             w = self.weights.vector
             found = self.compiled.search(opts, table, float(w[LM]), float(w[DISTORTION]), LN10,
-                                         *self._limits(len(words)))
+                                         *self._limits(len(words)), reordering)
             if found is None:
                 return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
-            arrays, num_states, stats = found
+            arrays, orientations, num_states, stats = found
             arcs = list(zip(*(column.tolist() for column in arrays)))
             graph = SearchGraph(source=words, weights=self.weights, targets=opts.targets, spans=opts.spans,
-                                static=np.array(opts.static), arcs=arcs, num_states=num_states, arrays=arrays)
+                                static=np.array(opts.static), arcs=arcs, num_states=num_states, arrays=arrays,
+                                orientations=orientations, reordering=reordering.table if reordering else None)
         else:
-            end, stats = self._search(words, opts, FutureCosts(table))
+            end, stats = self._search(words, opts, FutureCosts(table), reordering)
             if end is None or not end[ARCS]:
                 return self._single_path(words, words, passthrough_features(len(words)), {"passthrough": True})
-            graph = self._graph(words, opts, end)
+            graph = self._graph(words, opts, end, reordering)
         graph.stats.update(stats, seconds=time.perf_counter() - started)
         return graph
 
@@ -184,7 +207,8 @@ class Decoder:
         limit_d = settings.distortion_limit if settings.distortion_limit >= 0 else n
         return beam, limit_d, max(1, settings.stack_limit)
 
-    def _search(self, words: list[str], opts: Options, future: FutureCosts) -> tuple[Node | None, dict]:
+    def _search(self, words: list[str], opts: Options, future: FutureCosts,
+                reordering: WeightedReordering | None = None) -> tuple[Node | None, dict]:
         """The reference search (compiled_search.py's C++ does the same, step for step)."""
         n = len(words)
         full = (1 << n) - 1
@@ -196,7 +220,7 @@ class Decoder:
         end_cache: dict = {}
         stacks: list[dict] = [dict() for _ in range(n + 1)]
         floor = [-math.inf] * (n + 1)  # stack k rejects totals below this: best - beam, or its limit-th best
-        start = [0.0, 0, -1, self.bos, future(0), []]
+        start = [0.0, 0, -1, self.bos, future(0), [], -1, -1]
         stacks[0][None] = start
         future_cache = future.cache
         created = expansions = 0
@@ -205,6 +229,7 @@ class Decoder:
             stacks[k] = {}  # expanded nodes live on through their arcs only
             for node in nodes:
                 score, coverage, last, state = node[0], node[1], node[2], node[3]
+                first, previous = node[FIRST], node[OPTION]
                 from_state = lm_cache.get(state)
                 if from_state is None:
                     from_state = lm_cache[state] = {}
@@ -227,6 +252,11 @@ class Decoder:
                         if fc is None:
                             fc = future(new_coverage)
                         k2 = k + j - i + 1
+                        if reordering is not None:
+                            orientation = MONO if i == last + 1 else SWAP if j == first - 1 else DISC
+                            end_orientation = (MONO if j == n - 1 else DISC) if complete else -1
+                        else:
+                            orientation = end_orientation = -1
                         stack_floor = floor[k2]  # kept equal to floor[k2] below
                         bar = stack_floor - base - fc  # an option must add at least this much
                         if span.best_future < bar:
@@ -251,17 +281,21 @@ class Decoder:
                                     end10 = end_cache[out_state] = lm.BaseScore(out_state, "</s>", kenlm.State())
                                 lm10 += end10
                                 rkey = None
-                            else:
+                            elif reordering is None:
                                 rkey = (new_coverage, j, out_state)
+                            else:
+                                rkey = (new_coverage, j, i, reordering.forward_class[o], out_state)
                             new_score = base + option_score + w_lm * lm10
+                            if reordering is not None:
+                                new_score = new_score + reordering.score(previous, o, orientation, end_orientation)
                             total = new_score + fc
                             if total < stack_floor:
                                 continue
-                            arc = (node, o, lm10 * LN10, distortion)
+                            arc = (node, o, lm10 * LN10, distortion, orientation, end_orientation)
                             existing = stack.get(rkey)
                             if existing is None:
                                 created += 1
-                                stack[rkey] = [new_score, new_coverage, j, out_state, fc, [arc]]
+                                stack[rkey] = [new_score, new_coverage, j, out_state, fc, [arc], i, o]
                                 if len(stack) > 2 * stack_limit:
                                     stack_floor = floor[k2] = max(stack_floor,
                                                                   _prune_in_place(stack, stack_limit, beam))
@@ -276,15 +310,19 @@ class Decoder:
         end = stacks[n].get(None)
         if end is not None and beam < math.inf:  # arcs into the end node: the threshold applies to them too
             end_floor = end[SCORE] - beam
-            end[ARCS] = [a for a in end[ARCS] if a[0][SCORE] + self._arc_gain(opts, a) >= end_floor]
+            end[ARCS] = [a for a in end[ARCS] if a[0][SCORE] + self._arc_gain(opts, a, reordering) >= end_floor]
         return end, {"hypotheses": created, "expansions": expansions, "options": len(opts)}
 
-    def _arc_gain(self, opts: Options, arc: tuple) -> float:
-        _, o, lm, distortion = arc
+    def _arc_gain(self, opts: Options, arc: tuple, reordering: WeightedReordering | None) -> float:
+        node, o, lm, distortion, orientation, end_orientation = arc
         w = self.weights.vector
-        return opts.static_score[o] + float(w[LM]) * lm + float(w[DISTORTION]) * distortion
+        gain = opts.static_score[o] + float(w[LM]) * lm + float(w[DISTORTION]) * distortion
+        if reordering is not None:
+            gain = gain + reordering.score(node[OPTION], o, orientation, end_orientation)
+        return gain
 
-    def _graph(self, words: list[str], opts: Options, end: Node) -> SearchGraph:
+    def _graph(self, words: list[str], opts: Options, end: Node,
+               reordering: WeightedReordering | None = None) -> SearchGraph:
         """The states that reach the end node, numbered in topological order, and their arcs."""
         seen = {id(end): end}
         todo = [end]
@@ -299,8 +337,13 @@ class Decoder:
         order.append(end)
         ids = {id(nd): k for k, nd in enumerate(order)}
         arcs = [(ids[id(a[0])], v, a[1], a[2], a[3]) for v, nd in enumerate(order) for a in nd[ARCS]]
+        orientations = None
+        if reordering is not None:
+            orientations = np.array([(a[4], a[0][OPTION], a[5]) for nd in order for a in nd[ARCS]],
+                                    dtype=np.int64).reshape(-1, 3)
         return SearchGraph(source=words, weights=self.weights, targets=opts.targets, spans=opts.spans,
-                           static=np.array(opts.static), arcs=arcs, num_states=len(order))
+                           static=np.array(opts.static), arcs=arcs, num_states=len(order),
+                           orientations=orientations, reordering=reordering.table if reordering else None)
 
     def _single_path(self, words: list[str], target: list[str], static: np.ndarray, stats: dict) -> SearchGraph:
         """A graph of one arc: the empty sentence, or the whole source passed through."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 from typing import Iterator, Sequence
 
+from pipeline.smt.reordering import extraction_orientations
+
 Span = tuple[int, int, int, int]  # source start, source end, target start, target end (inclusive)
 
 
@@ -49,12 +51,18 @@ def extract_spans(src_len: int, tgt_len: int, links: Sequence[tuple[int, int]], 
 
 
 def extract_pairs(src: Sequence[str], tgt: Sequence[str], links: Sequence[tuple[int, int]],
-                  max_length: int = 7) -> Iterator[tuple[str, str, str]]:
-    """(source phrase, target phrase, local alignment ``"i-j ..."``) of every consistent pair of a sentence pair."""
+                  max_length: int = 7, orientations: bool = False) -> Iterator[tuple[str, ...]]:
+    """(source phrase, target phrase, local alignment ``"i-j ..."``) of every consistent pair of a sentence pair;
+    with ``orientations``, a fourth item: its backward and forward orientation letters (pipeline.smt.reordering)."""
     link_set = sorted(set(links))
+    aligned = set(link_set)
     # A consistent pair holds exactly the links of its source words, a run of link_set: first_link[i] is where
     # source word i's links start.
     first_link = [bisect.bisect_left(link_set, (i,)) for i in range(len(src) + 1)]
     for i1, i2, j1, j2 in extract_spans(len(src), len(tgt), link_set, max_length):
         local = " ".join(f"{i - i1}-{j - j1}" for i, j in link_set[first_link[i1]:first_link[i2 + 1]])
-        yield " ".join(src[i1:i2 + 1]), " ".join(tgt[j1:j2 + 1]), local
+        if orientations:
+            letters = extraction_orientations(aligned, len(src), len(tgt), (i1, i2, j1, j2))
+            yield " ".join(src[i1:i2 + 1]), " ".join(tgt[j1:j2 + 1]), local, letters
+        else:
+            yield " ".join(src[i1:i2 + 1]), " ".join(tgt[j1:j2 + 1]), local

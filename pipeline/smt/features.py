@@ -12,6 +12,11 @@ hypothesis' score H = sum_k w_k h_k and the lattice cost of a path is -H.
 | ``word_penalty`` | -(number of target words), Moses' sign: the default weight -1 makes it a bonus | -1 |
 | ``distortion`` | -abs(start - previous end - 1) | 0.3 |
 | ``unknown`` | -(number of passed-through unknown words); fixed, not tuned (Moses: UnknownWordPenalty) | 100 |
+| ``lr_bwd_m/s/d``, ``lr_fwd_m/s/d`` | ln p(orientation) of the lexicalised reordering model (pipeline.smt.reordering) | 0.3 each |
+
+The six reordering features are 0 on every path of a system without the reordering model (a phrase table without
+its columns); such a system neither tunes them nor weights them (``Weights.default(reordering=False)``), and a
+weights file without them reads them as 0.
 """
 from __future__ import annotations
 
@@ -21,21 +26,31 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+REORDERING_FEATURES: tuple[str, ...] = ("lr_bwd_m", "lr_bwd_s", "lr_bwd_d", "lr_fwd_m", "lr_fwd_s", "lr_fwd_d")
 FEATURES: tuple[str, ...] = ("lm", "p_fe", "lex_fe", "p_ef", "lex_ef", "phrase_penalty", "word_penalty",
-                             "distortion", "unknown")
+                             "distortion", "unknown", *REORDERING_FEATURES)
 INDEX: dict[str, int] = {name: i for i, name in enumerate(FEATURES)}
-LM, P_FE, LEX_FE, P_EF, LEX_EF, PHRASE, WORD, DISTORTION, UNKNOWN = range(len(FEATURES))
+LM, P_FE, LEX_FE, P_EF, LEX_EF, PHRASE, WORD, DISTORTION, UNKNOWN = range(9)
 TM = (P_FE, LEX_FE, P_EF, LEX_EF)  # the phrase-table columns, in Moses' order
+REORDERING = slice(9, 15)  # the reordering features: backward m s d, forward m s d
 DEFAULTS: dict[str, float] = {"lm": 0.5, "p_fe": 0.2, "lex_fe": 0.2, "p_ef": 0.2, "lex_ef": 0.2,
-                              "phrase_penalty": 0.2, "word_penalty": -1.0, "distortion": 0.3, "unknown": 100.0}
+                              "phrase_penalty": 0.2, "word_penalty": -1.0, "distortion": 0.3, "unknown": 100.0,
+                              **{f: 0.3 for f in REORDERING_FEATURES}}
 FIXED: frozenset[str] = frozenset({"unknown"})  # MERT leaves these alone
-TUNED: tuple[str, ...] = tuple(f for f in FEATURES if f not in FIXED)
+TUNED_WITH_REORDERING: tuple[str, ...] = tuple(f for f in FEATURES if f not in FIXED)
+TUNED: tuple[str, ...] = tuple(f for f in TUNED_WITH_REORDERING if f not in REORDERING_FEATURES)
+
+
+def tuned_features(reordering: bool) -> tuple[str, ...]:
+    """The features MERT tunes for a system with or without the lexicalised reordering model."""
+    return TUNED_WITH_REORDERING if reordering else TUNED
 # Moses' n-best feature groups (name= value ...), in the order the n-best list prints them.
 MOSES_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("LM0", ("lm",)), ("Distortion0", ("distortion",)), ("WordPenalty0", ("word_penalty",)),
     ("PhrasePenalty0", ("phrase_penalty",)), ("TranslationModel0", ("p_fe", "lex_fe", "p_ef", "lex_ef")),
-    ("UnknownWordPenalty0", ("unknown",)),
+    ("UnknownWordPenalty0", ("unknown",)), ("LexicalReordering0", REORDERING_FEATURES),
 )
+OPTIONAL_GROUPS = frozenset({"LexicalReordering0"})  # written when not all zero; absent reads as zeros
 LN10 = math.log(10.0)
 
 
@@ -53,11 +68,14 @@ class Weights:
         object.__setattr__(self, "vector", v)
 
     @classmethod
-    def default(cls) -> "Weights":
-        return cls.from_dict(DEFAULTS)
+    def default(cls, reordering: bool = False) -> "Weights":
+        """Moses' default weights; the reordering features' are 0 for a system without the reordering model."""
+        return cls.from_dict({**DEFAULTS, **({} if reordering else dict.fromkeys(REORDERING_FEATURES, 0.0))})
 
     @classmethod
     def from_dict(cls, values: Mapping[str, float]) -> "Weights":
+        """Weights by feature name; the reordering features may be missing (then 0)."""
+        values = {**dict.fromkeys(REORDERING_FEATURES, 0.0), **values}
         unknown = sorted(set(values) - set(FEATURES))
         missing = sorted(set(FEATURES) - set(values))
         if unknown or missing:
@@ -65,7 +83,12 @@ class Weights:
         return cls(np.array([float(values[f]) for f in FEATURES]))
 
     def to_dict(self) -> dict[str, float]:
-        return {f: float(v) for f, v in zip(FEATURES, self.vector)}
+        """By feature name; the reordering features only where one is not 0 (as a system without the model has)."""
+        values = {f: float(v) for f, v in zip(FEATURES, self.vector)}
+        if not self.vector[REORDERING].any():
+            for f in REORDERING_FEATURES:
+                del values[f]
+        return values
 
     def __getitem__(self, name: str) -> float:
         return float(self.vector[INDEX[name]])
@@ -78,14 +101,18 @@ def format_moses_features(values: Sequence[float] | np.ndarray) -> str:
     """Feature values in Moses' n-best form: ``LM0= -12.3 Distortion0= 0 ... TranslationModel0= a b c d``."""
     parts = []
     for group, names in MOSES_GROUPS:
+        if group in OPTIONAL_GROUPS and not any(values[INDEX[n]] for n in names):
+            continue
         parts.append(group + "= " + " ".join(_number(values[INDEX[n]]) for n in names))
     return " ".join(parts)
 
 
 def parse_moses_features(text: str) -> np.ndarray:
-    """The inverse of format_moses_features (groups in any order; every feature must be present)."""
+    """The inverse of format_moses_features (groups in any order; every feature but the optional groups' must be
+    present)."""
     groups = dict(MOSES_GROUPS)
     values = np.full(len(FEATURES), np.nan)
+    values[REORDERING] = 0.0
     name = None
     filled = 0
     for token in text.split():

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pipeline.smt.features import FEATURES, TUNED, Weights
+from pipeline.smt.features import FEATURES, REORDERING, TUNED, Weights
 from pipeline.smt.lattice import Hypothesis
 
 log = logging.getLogger(__name__)
@@ -165,18 +165,26 @@ def _normalise(w: np.ndarray, tuned: np.ndarray) -> np.ndarray:
 
 
 def optimize(feats: np.ndarray, stats: np.ndarray, valid: np.ndarray, start: np.ndarray, rng: np.random.Generator,
-             random_directions: int = 0, restarts: int = 0, max_steps: int = 30) -> tuple[np.ndarray, float]:
-    """Best weights found by coordinate ascent from ``start`` and ``restarts`` random points; (weights, BLEU)."""
-    tuned = np.array([f in TUNED for f in FEATURES])
-    axes = [np.eye(len(FEATURES))[k] for k in np.flatnonzero(tuned)]
+             random_directions: int = 0, restarts: int = 0, max_steps: int = 30,
+             tuned_names: Sequence[str] = TUNED) -> tuple[np.ndarray, float]:
+    """Best weights found by coordinate ascent from ``start`` and ``restarts`` random points; (weights, BLEU).
+    Only the features of ``tuned_names`` move.
+
+    Without the reordering features among them, the search runs over the first features only (those of a system
+    without the model, whose reordering features are 0): the same arithmetic and random draws as before the model
+    existed, so such a system's weights are the same to the bit."""
+    width = len(FEATURES) if any(f in tuned_names for f in FEATURES[REORDERING]) else REORDERING.start
+    tuned = np.array([f in tuned_names for f in FEATURES[:width]])
+    feats = np.ascontiguousarray(feats[..., :width])
+    axes = [np.eye(width)[k] for k in np.flatnonzero(tuned)]
     randoms = []
     for _ in range(random_directions):
-        d = np.where(tuned, rng.normal(size=len(FEATURES)), 0.0)
+        d = np.where(tuned, rng.normal(size=width), 0.0)
         randoms.append(d / np.abs(d).sum())
     directions = axes + randoms
-    points = [_normalise(start, tuned)]
+    points = [_normalise(start[:width], tuned)]
     for _ in range(restarts):
-        points.append(_normalise(np.where(tuned, rng.uniform(-1, 1, size=len(FEATURES)), start), tuned))
+        points.append(_normalise(np.where(tuned, rng.uniform(-1, 1, size=width), start[:width]), tuned))
     best_w, best_bleu = points[0], -1.0
     for w in points:
         bleu = -1.0
@@ -187,7 +195,7 @@ def optimize(feats: np.ndarray, stats: np.ndarray, valid: np.ndarray, start: np.
             w, bleu = _normalise(w + step[0] * step[2], tuned), step[1]
         if bleu > best_bleu:
             best_w, best_bleu = w, bleu
-    return best_w, best_bleu
+    return np.concatenate([best_w, start[width:]]), best_bleu
 
 
 @dataclass(frozen=True)
@@ -200,8 +208,9 @@ class MertSettings:
 
 
 def run_mert(decode: Callable[[Weights], list[list[Hypothesis]]], references: Sequence[Sequence[str]],
-             initial: Weights, settings: MertSettings) -> tuple[Weights, list[dict]]:
-    """Tune weights: ``decode(weights)`` gives every tuning sentence's n-best list (best first).
+             initial: Weights, settings: MertSettings, tuned: Sequence[str] = TUNED) -> tuple[Weights, list[dict]]:
+    """Tune weights: ``decode(weights)`` gives every tuning sentence's n-best list (best first); ``tuned``: the
+    features that move (``features.tuned_features``).
 
     Returns the decoded weights with the best tuning BLEU, and one record per iteration.
     """
@@ -221,7 +230,8 @@ def run_mert(decode: Callable[[Weights], list[list[Hypothesis]]], references: Se
             history.append(record)
             log.info("MERT iteration %d: no new hypotheses, stopping", iteration)
             break
-        vector, bleu = optimize(*pool.arrays(), weights.vector, rng, settings.random_directions, settings.restarts)
+        vector, bleu = optimize(*pool.arrays(), weights.vector, rng, settings.random_directions, settings.restarts,
+                                tuned_names=tuned)
         weights = Weights(vector)
         record["optimized_bleu"] = float(bleu)
         history.append(record)

@@ -4,7 +4,9 @@ Each option has a source span, a target phrase, its static feature values (every
 ``distortion``, which depend on the hypothesis it extends), the weighted static score, and a *future score*:
 the static score plus the weighted LM-only estimate of its target phrase without context (KenLM's null
 context), as Moses uses for the option cap and the future-cost table. A position that no one-word option
-covers gets a pass-through option (the source word itself, ``unknown`` = -1), as in Moses.
+covers gets a pass-through option (the source word itself, ``unknown`` = -1), as in Moses. With a table that has
+the lexicalised reordering model, each option also carries its six reordering ln probabilities (uniform for an
+option the table lacks), which the search scores by orientation.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import kenlm
 import numpy as np
 
 from pipeline.smt.features import FEATURES, LM, LN10, PHRASE, TM, UNKNOWN, WORD, Weights
-from pipeline.smt.phrase_table import PhraseTable, cap_options
+from pipeline.smt.phrase_table import TM_COLUMNS, PhraseTable, cap_options
+from pipeline.smt.reordering import UNIFORM
 
 
 @dataclass
@@ -42,6 +45,7 @@ class Options:
     future: list[float] = field(default_factory=list)
     target_ids: list[int] = field(default_factory=list)  # equal target phrases share an id (LM cache key)
     by_start: list[list[SpanOptions]] = field(default_factory=list)
+    reordering: list[np.ndarray] | None = None  # [6] ln probabilities per option, with the reordering model
 
     def __len__(self) -> int:
         return len(self.targets)
@@ -69,7 +73,8 @@ def lm_estimate(lm: kenlm.Model, words: Sequence[str]) -> float:
 class OptionCache:
     """The capped, scored options of each source phrase, shared by every sentence decoded with one set of weights.
 
-    Entries are (target words, static features, static score, future score), best future score first. Scoring a
+    Entries are (target words, static features, static score, future score, reordering ln probabilities [6] or
+    None), best future score first. Scoring a
     phrase scores every one of its targets with the LM (a common word has thousands), so a long-lived decoder (a
     server's) keeps the cache across calls; ``max_phrases`` bounds it (0: no bound): past it, the cache starts again
     empty (the options are the same either way).
@@ -95,10 +100,10 @@ class OptionCache:
         if found is not None:
             targets = [tuple(t.split()) for t in found[0]]
             static = np.zeros((len(targets), len(FEATURES)))
-            static[:, TM] = found[1]
+            static[:, TM] = found[1][:, :TM_COLUMNS]
             static[:, PHRASE] = 1.0
             static[:, WORD] = [-len(t) for t in targets]
-            entries = self.score(targets, static)
+            entries = self.score(targets, static, found[1][:, TM_COLUMNS:])
         self.phrases[source] = entries
         return entries
 
@@ -107,14 +112,25 @@ class OptionCache:
         pair, else probability 1 (log 0) for the four translation features."""
         static = np.zeros((1, len(FEATURES)))
         static[0, PHRASE], static[0, WORD] = 1.0, -len(target)
+        reordering = UNIFORM[None, :]
         found = self.table.lookup(source)
         for text, scores in zip(*found) if found is not None else ():
             if tuple(text.split()) == target:
-                static[0, TM] = scores
+                static[0, TM] = scores[:TM_COLUMNS]
+                reordering = scores[None, TM_COLUMNS:]
                 break
-        return self.score([target], static)
+        return self.score([target], static, reordering)
 
-    def score(self, targets: list[tuple[str, ...]], static: np.ndarray) -> list[tuple]:
+    def score(self, targets: list[tuple[str, ...]], static: np.ndarray,
+              reordering: np.ndarray | None = None) -> list[tuple]:
+        """The capped entries of targets with their static features [targets, features] and, with the reordering
+        model, their reordering ln probabilities [targets, 6] (None: uniform)."""
+        if not self.table.reordering:
+            rows = [None] * len(targets)
+        elif reordering is None or reordering.shape[1] == 0:
+            rows = [UNIFORM] * len(targets)
+        else:
+            rows = list(np.asarray(reordering, dtype=np.float64))
         estimates = self.estimates
         lm_est = np.empty(len(targets))
         for k, t in enumerate(targets):
@@ -124,7 +140,7 @@ class OptionCache:
             lm_est[k] = e
         static_score = static @ self.w_static
         future = static_score + self.weights.vector[LM] * lm_est
-        return [(targets[k], static[k], float(static_score[k]), float(future[k]))
+        return [(targets[k], static[k], float(static_score[k]), float(future[k]), rows[k])
                 for k in cap_options(future, self.limit)]
 
 
@@ -138,7 +154,7 @@ def collect_options(words: Sequence[str], cache: OptionCache,
     n = len(words)
     max_length = cache.table.max_length
     forced = dict(forced or {})
-    opts = Options(by_start=[[] for _ in range(n)])
+    opts = Options(by_start=[[] for _ in range(n)], reordering=[] if cache.table.reordering else None)
     target_ids: dict[tuple[str, ...], int] = {}
     for i in range(n):
         ends = sorted(set(range(i, min(n, i + max_length))) | {b for a, b in forced if a == i})
@@ -154,8 +170,10 @@ def collect_options(words: Sequence[str], cache: OptionCache,
                     continue
                 entries = cache.score([(words[i],)], passthrough_features(1)[None, :])
             ids = []
-            for target, static, static_score, future in entries:
+            for target, static, static_score, future, reordering in entries:
                 ids.append(len(opts.targets))
+                if opts.reordering is not None:
+                    opts.reordering.append(reordering)
                 opts.targets.append(target)
                 opts.spans.append((i, j))
                 opts.static.append(static)

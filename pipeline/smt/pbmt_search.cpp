@@ -63,6 +63,8 @@ struct Arc {
   int32_t option;
   double lm;  // ln LM score
   int32_t distortion;
+  int8_t orientation;      // with the reordering model: against the phrase before (else -1)
+  int8_t end_orientation;  // on an arc that completes the sentence: against its end (else -1)
 };
 
 template <int W> struct Node {
@@ -72,23 +74,33 @@ template <int W> struct Node {
   int32_t state;  // interned KenLM state
   double future;
   std::vector<Arc> arcs;
+  int32_t first;   // first source position of the last phrase
+  int32_t option;  // the option of the arc that made the node (-1 at the start)
   double total() const { return score + future; }
 };
 
-// Recombination key: (coverage, last position, LM state); the start and the end node have the key None.
+// Recombination key: (coverage, last position, LM state), with the reordering model also the first position of the
+// last phrase and the class of its forward probabilities (else both -1); the start and the end node have the key
+// None.
 template <int W> struct Key {
   Coverage<W> coverage;
   int32_t last;
   int32_t state;
+  int32_t first;
+  int32_t forward_class;
   bool none;
   bool operator==(const Key &o) const {
-    return none == o.none && last == o.last && state == o.state && coverage == o.coverage;
+    return none == o.none && last == o.last && state == o.state && first == o.first &&
+           forward_class == o.forward_class && coverage == o.coverage;
   }
 };
 
 template <int W> struct KeyHash {
   size_t operator()(const Key<W> &k) const {
-    return k.none ? 0 : k.coverage.hash() ^ (uint64_t(k.last) * 0x9E3779B97F4A7C15ULL) ^ (uint64_t(k.state) << 20);
+    return k.none ? 0
+                  : k.coverage.hash() ^ (uint64_t(k.last) * 0x9E3779B97F4A7C15ULL) ^ (uint64_t(k.state) << 20) ^
+                        (uint64_t(uint32_t(k.first)) * 0xC2B2AE3D27D4EB4FULL) ^
+                        (uint64_t(uint32_t(k.forward_class)) << 40);
   }
 };
 
@@ -132,6 +144,19 @@ struct Inputs {
   double beam;  // may be inf
   int32_t limit_d;
   int32_t stack_limit;
+  // the reordering model (WeightedReordering), or null: [options, 3] weighted backward and forward ln probabilities
+  // (m, s, d) and [options] the class of the forward ones
+  const double *lr_backward;
+  const double *lr_forward;
+  const int32_t *lr_class;
+
+  // What an arc adds (WeightedReordering.score): backward, then the previous option's forward, then the end's.
+  double reordering(int32_t previous, int32_t option, int orientation, int end) const {
+    double gain = lr_backward[3 * size_t(option) + orientation];
+    if (previous >= 0) gain = gain + lr_forward[3 * size_t(previous) + orientation];
+    if (end >= 0) gain = gain + lr_forward[3 * size_t(option) + end];
+    return gain;
+  }
 };
 
 struct Result {
@@ -139,6 +164,7 @@ struct Result {
   int64_t hypotheses = 0, expansions = 0;
   std::vector<int32_t> u, v, option, distortion;
   std::vector<double> lm;
+  std::vector<int32_t> orientation, previous, end_orientation;  // with the reordering model
 };
 
 template <int W> class Search {
@@ -158,7 +184,8 @@ template <int W> class Search {
     std::vector<double> floor(n + 1, -inf);
     State bos;
     model_.BeginSentenceWrite(&bos);
-    nodes_.push_back(Node<W>{0.0, Coverage<W>(), -1, intern(bos), future(Coverage<W>()), {}});
+    nodes_.push_back(Node<W>{0.0, Coverage<W>(), -1, intern(bos), future(Coverage<W>()), {}, -1, -1});
+    const bool reordering = in_.lr_backward != nullptr;
     insert(stacks[0], none_key(), 0);
     const WordIndex eos = model_.BaseVocabulary().EndSentence();
     std::unordered_map<uint64_t, std::pair<double, int32_t>> lm_cache;  // (state, target) -> (log10, state)
@@ -171,6 +198,8 @@ template <int W> class Search {
         const Coverage<W> coverage = nodes_[nd].coverage;
         const int last = nodes_[nd].last;
         const int32_t state = nodes_[nd].state;
+        const int first = nodes_[nd].first;
+        const int32_t previous = nodes_[nd].option;
         const int first_gap = coverage.first_zero();
         const int lo = std::max(first_gap, last + 1 - limit_d), hi = std::min(n - 1, last + 1 + limit_d);
         for (int i = lo; i <= hi; ++i) {
@@ -187,6 +216,11 @@ template <int W> class Search {
             const bool complete = new_coverage == full;
             const double fc = future(new_coverage);
             const int k2 = k + j - i + 1;
+            int orientation = -1, end_orientation = -1;
+            if (reordering) {
+              orientation = i == last + 1 ? 0 : j == first - 1 ? 1 : 2;  // m, s, d
+              if (complete) end_orientation = j == n - 1 ? 0 : 2;
+            }
             double stack_floor = floor[k2];
             double bar = stack_floor - base - fc;
             if (in_.span_best_future[s] < bar) continue;
@@ -217,17 +251,22 @@ template <int W> class Search {
                 }
                 lm10 += end->second;
                 key = none_key();
+              } else if (!reordering) {
+                key = Key<W>{new_coverage, j, out_state, -1, -1, false};
               } else {
-                key = Key<W>{new_coverage, j, out_state, false};
+                key = Key<W>{new_coverage, j, out_state, i, in_.lr_class[in_.entry_option[e]], false};
               }
-              const double new_score = base + in_.entry_score[e] + in_.w_lm10 * lm10;
+              double new_score = base + in_.entry_score[e] + in_.w_lm10 * lm10;
+              if (reordering)
+                new_score = new_score + in_.reordering(previous, in_.entry_option[e], orientation, end_orientation);
               const double total = new_score + fc;
               if (total < stack_floor) continue;
-              const Arc arc{nd, in_.entry_option[e], lm10 * in_.ln10, distortion};
+              const Arc arc{nd, in_.entry_option[e], lm10 * in_.ln10, distortion, int8_t(orientation),
+                            int8_t(end_orientation)};
               auto existing = stack.index.find(key);
               if (existing == stack.index.end()) {
                 ++result.hypotheses;
-                nodes_.push_back(Node<W>{new_score, new_coverage, j, out_state, fc, {arc}});
+                nodes_.push_back(Node<W>{new_score, new_coverage, j, out_state, fc, {arc}, i, in_.entry_option[e]});
                 insert(stack, key, int32_t(nodes_.size() - 1));
                 if (stack.index.size() > size_t(2 * stack_limit)) {
                   const double kept = prune_in_place(stack, stack_limit, beam);
@@ -255,7 +294,9 @@ template <int W> class Search {
       const double end_floor = end.score - beam;
       std::vector<Arc> kept;
       for (const Arc &a : end.arcs) {
-        const double gain = in_.static_score[a.option] + in_.w_lm * a.lm + in_.w_d * a.distortion;
+        double gain = in_.static_score[a.option] + in_.w_lm * a.lm + in_.w_d * a.distortion;
+        if (in_.lr_backward != nullptr)
+          gain = gain + in_.reordering(nodes_[a.prev].option, a.option, a.orientation, a.end_orientation);
         if (nodes_[a.prev].score + gain >= end_floor) kept.push_back(a);
       }
       end.arcs.swap(kept);
@@ -266,7 +307,7 @@ template <int W> class Search {
   }
 
  private:
-  static Key<W> none_key() { return Key<W>{Coverage<W>(), -2, -1, true}; }
+  static Key<W> none_key() { return Key<W>{Coverage<W>(), -2, -1, -1, -1, true}; }
 
   int32_t intern(const State &s) {
     auto it = state_ids_.find(s);
@@ -365,6 +406,11 @@ template <int W> class Search {
         result.option.push_back(a.option);
         result.lm.push_back(a.lm);
         result.distortion.push_back(a.distortion);
+        if (in_.lr_backward != nullptr) {
+          result.orientation.push_back(a.orientation);
+          result.previous.push_back(nodes_[a.prev].option);
+          result.end_orientation.push_back(a.end_orientation);
+        }
       }
     }
     result.num_states = int32_t(order.size());
@@ -425,11 +471,13 @@ void *pbmt_search(void *model, int32_t n, const int32_t *by_start_begin, const i
                   const double *entry_future, const double *entry_score, const int32_t *entry_target,
                   const int32_t *target_word_begin, const uint32_t *target_words, int32_t num_targets,
                   const double *future_table, const double *static_score, const double *weights,
-                  int32_t limit_d, int32_t stack_limit, char *error, int error_size) {
-  // weights: w_lm * ln 10, w_lm, w_d, ln 10, beam
+                  int32_t limit_d, int32_t stack_limit, const double *lr_backward, const double *lr_forward,
+                  const int32_t *lr_class, char *error, int error_size) {
+  // weights: w_lm * ln 10, w_lm, w_d, ln 10, beam; lr_*: null without the reordering model
   const Inputs in{n, by_start_begin, span_end, span_best_future, span_entry_begin, entry_option, entry_future,
                   entry_score, entry_target, target_word_begin, target_words, num_targets, future_table,
-                  static_score, weights[0], weights[1], weights[2], weights[3], weights[4], limit_d, stack_limit};
+                  static_score, weights[0], weights[1], weights[2], weights[3], weights[4], limit_d, stack_limit,
+                  lr_backward, lr_forward, lr_class};
   Result *result = new Result();
   try {
     const lm::base::Model &m = *static_cast<lm::base::Model *>(model);
@@ -462,6 +510,14 @@ void pbmt_result_copy(void *result, int32_t *u, int32_t *v, int32_t *option, dou
   std::copy(r.option.begin(), r.option.end(), option);
   std::copy(r.lm.begin(), r.lm.end(), lm);
   std::copy(r.distortion.begin(), r.distortion.end(), distortion);
+}
+
+// The reordering columns (orientation, previous option, orientation against the end) of a search with the model.
+void pbmt_result_orientations(void *result, int32_t *orientation, int32_t *previous, int32_t *end_orientation) {
+  const Result &r = *static_cast<Result *>(result);
+  std::copy(r.orientation.begin(), r.orientation.end(), orientation);
+  std::copy(r.previous.begin(), r.previous.end(), previous);
+  std::copy(r.end_orientation.begin(), r.end_orientation.end(), end_orientation);
 }
 
 void pbmt_result_free(void *result) { delete static_cast<Result *>(result); }

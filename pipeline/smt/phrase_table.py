@@ -1,12 +1,13 @@
 """Phrase tables: the in-memory table, the fast form on disk, filtering to a test set, the option cap.
 
 A table maps a source phrase (space-joined words) to target phrases with four scores in Moses' column order:
-phi(f|e), lex(f|e), phi(e|f), lex(e|f) (pipeline.smt.phrase_scoring builds them). Kept as natural logs (float32).
+phi(f|e), lex(f|e), phi(e|f), lex(e|f) (pipeline.smt.phrase_scoring builds them), followed in a table with the
+lexicalised reordering model by its six probabilities (pipeline.smt.reordering). Kept as natural logs (float32).
 
 - ``PhraseTable``: in memory (a dict from source phrase to rows); what the decoder uses after filtering.
 - The fast form (``.npz``, written by ``FastFormWriter``, read by ``FastPhraseTable``): flat arrays: the 64-bit
   BLAKE2 hashes of the source phrases, sorted, with their row ranges and UTF-8 text (to rule out collisions);
-  target phrases as one UTF-8 blob with offsets; scores [rows, 4]. Loading is a few array reads, a look-up is a
+  target phrases as one UTF-8 blob with offsets; scores [rows, 4 or 10]. Loading is a few array reads, a look-up is a
   binary search, and ``filter(sentences)`` keeps only the source phrases of a test set, whatever the table's
   size.
 - ``cap_options``: the translation options kept per source phrase, by weighted score.
@@ -25,6 +26,7 @@ from pipeline.io import atomic_path, read_lines
 
 FORMAT_VERSION = 2
 SEP = " ||| "
+TM_COLUMNS, REORDERING_COLUMNS = 4, 6
 
 
 def phrase_hash(phrase: str) -> int:
@@ -44,16 +46,21 @@ def source_phrases(sentences: Iterable[Sequence[str]], max_length: int) -> set[s
 
 @dataclass
 class PhraseTable:
-    """Source phrase -> target phrases and ln scores (p_fe, lex_fe, p_ef, lex_ef), in memory."""
+    """Source phrase -> target phrases and ln scores (p_fe, lex_fe, p_ef, lex_ef[, reordering]), in memory."""
 
     sources: list[str]
     starts: np.ndarray  # int64 [len(sources) + 1]: rows of source k are starts[k]:starts[k+1]
     targets: list[str]
-    scores: np.ndarray  # float32 [len(targets), 4], natural logs
+    scores: np.ndarray  # float32 [len(targets), 4 or 4 + 6 with the reordering model], natural logs
     max_length: int
 
     def __post_init__(self) -> None:
         self.index = {s: k for k, s in enumerate(self.sources)}
+
+    @property
+    def reordering(self) -> bool:
+        """Whether the table holds the lexicalised reordering model's columns."""
+        return self.scores.shape[1] == TM_COLUMNS + REORDERING_COLUMNS
 
     def __len__(self) -> int:
         return len(self.targets)
@@ -72,7 +79,7 @@ class PhraseTable:
 
     def save(self, path: Path) -> None:
         """Write the fast form."""
-        writer = FastFormWriter(self.max_length)
+        writer = FastFormWriter(self.max_length, self.scores.shape[1])
         for k, source in enumerate(self.sources):
             a, b = int(self.starts[k]), int(self.starts[k + 1])
             writer.add(source, self.targets[a:b], self.scores[a:b])
@@ -95,7 +102,8 @@ class PhraseTable:
     @classmethod
     def from_entries(cls, entries: dict[str, list[tuple[str, Sequence[float]]]],
                      max_length: int | None = None) -> "PhraseTable":
-        """A table from {source: [(target, [p_fe, lex_fe, p_ef, lex_ef]), ...]} (probabilities)."""
+        """A table from {source: [(target, [p_fe, lex_fe, p_ef, lex_ef]), ...]} (probabilities; 4 + 6 per target
+        for a table with the reordering model)."""
         sources = sorted(entries)
         targets, scores, starts = [], [], [0]
         for s in sources:
@@ -104,13 +112,18 @@ class PhraseTable:
                 scores.append(values)
             starts.append(len(targets))
         longest = max((len(s.split()) for s in sources), default=1)
+        columns = len(scores[0]) if scores else TM_COLUMNS
+        if columns not in (TM_COLUMNS, TM_COLUMNS + REORDERING_COLUMNS) or any(len(v) != columns for v in scores):
+            raise ValueError(f"a phrase table needs {TM_COLUMNS} or {TM_COLUMNS + REORDERING_COLUMNS} scores on "
+                             "every row")
         return cls(sources=sources, starts=np.array(starts, dtype=np.int64), targets=targets,
-                   scores=np.log(np.array(scores, dtype=np.float64).reshape(-1, 4)).astype(np.float32),
+                   scores=np.log(np.array(scores, dtype=np.float64).reshape(-1, columns)).astype(np.float32),
                    max_length=max_length or longest)
 
 
 def _from_lookups(table: "PhraseTable | FastPhraseTable", wanted: Iterable[str]) -> PhraseTable:
     sources, starts, targets, scores = [], [0], [], []
+    columns = table.scores.shape[1]
     for source in sorted(wanted):
         found = table.lookup(source)
         if found is None:
@@ -120,7 +133,7 @@ def _from_lookups(table: "PhraseTable | FastPhraseTable", wanted: Iterable[str])
         scores.append(np.asarray(found[1], dtype=np.float32))
         starts.append(len(targets))
     return PhraseTable(sources=sources, starts=np.array(starts, dtype=np.int64), targets=targets,
-                       scores=np.concatenate(scores) if scores else np.zeros((0, 4), dtype=np.float32),
+                       scores=np.concatenate(scores) if scores else np.zeros((0, columns), dtype=np.float32),
                        max_length=table.max_length)
 
 
@@ -129,8 +142,9 @@ class FastFormWriter:
 
     LOG_BLOCK = 1 << 20  # probabilities whose logs add_probabilities takes at once
 
-    def __init__(self, max_length: int) -> None:
-        self.max_length = max_length
+    def __init__(self, max_length: int, columns: int = 4) -> None:
+        """columns: scores per target, 4 (the translation model) or 10 (with the reordering model)."""
+        self.max_length, self.columns = max_length, columns
         self.hashes, self.row_starts = array("Q"), array("q")
         self.source_blob, self.source_offsets = bytearray(), array("q", [0])
         self.target_blob, self.target_offsets = bytearray(), array("q", [0])
@@ -138,13 +152,13 @@ class FastFormWriter:
         self._pending = array("d")  # probabilities whose logs are not taken yet
 
     def add(self, source: str, targets: Sequence[str], ln_scores: np.ndarray) -> None:
-        """One source phrase with its targets and their ln scores [len(targets), 4]."""
+        """One source phrase with its targets and their ln scores [len(targets), columns]."""
         self._add_phrases(source, targets)
         self._log_pending()
         self.scores.extend(np.asarray(ln_scores, dtype=np.float32).ravel().tolist())
 
     def add_probabilities(self, source: str, targets: Sequence[str], rows: Iterable[float]) -> None:
-        """One source phrase with its targets and their probabilities, 4 per target, flat; their logs are taken
+        """One source phrase with its targets and their probabilities, ``columns`` per target, flat; their logs are taken
         in blocks (elementwise, the same floats as one phrase at a time)."""
         self._add_phrases(source, targets)
         self._pending.extend(rows)
@@ -181,7 +195,7 @@ class FastFormWriter:
                      source_blob=np.frombuffer(bytes(self.source_blob), dtype=np.uint8),
                      target_offsets=np.frombuffer(self.target_offsets, dtype=np.int64),
                      target_blob=np.frombuffer(bytes(self.target_blob), dtype=np.uint8),
-                     scores=np.frombuffer(self.scores, dtype=np.float32).reshape(-1, 4))
+                     scores=np.frombuffer(self.scores, dtype=np.float32).reshape(-1, self.columns))
 
 
 class FastPhraseTable:
@@ -204,6 +218,10 @@ class FastPhraseTable:
 
     def __len__(self) -> int:
         return len(self.scores)
+
+    @property
+    def reordering(self) -> bool:
+        return self.scores.shape[1] == TM_COLUMNS + REORDERING_COLUMNS
 
     @property
     def sources(self) -> list[str]:

@@ -27,7 +27,8 @@ class WeightsFile:
 def save_weights(path: Path, weights: Weights, params: dict[str, Any], info: dict[str, Any] | None = None) -> str:
     """Write the weights with the signature of ``params``; returns the signature line."""
     signature = format_signature(params)
-    write_json(Path(path), {"weights": weights.to_dict(), "features": list(FEATURES), "signature": signature,
+    values = weights.to_dict()  # the features of its model (the reordering ones only where it has them)
+    write_json(Path(path), {"weights": values, "features": list(values), "signature": signature,
                             "info": info or {}})
     return signature
 

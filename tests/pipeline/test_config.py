@@ -224,3 +224,13 @@ def test_race_checkpoints_must_rise_within_the_tuning_sentences(tmp_path):
     folder = edit_config(tmp_path / "d", "profiles/small.toml", "race_keep = 0.3333", "race_keep = 0.0")
     with pytest.raises(ConfigError, match=r"'lmbr.race_keep' must be in \(0, 1\]"):
         config.load_profile("small", folder)
+
+
+def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path):
+    assert config.load_profile("tiny").pbmt.reordering == "distance"  # a profile that does not set it
+    folder = edit_config(tmp_path / "a", "profiles/small.toml", "workers = 2  ",
+                         'reordering = "msd-bidirectional-fe"\nworkers = 2  ')
+    assert config.load_profile("small", folder).pbmt.reordering == "msd-bidirectional-fe"
+    folder = edit_config(tmp_path / "b", "profiles/small.toml", "workers = 2  ", 'reordering = "msd"\nworkers = 2  ')
+    with pytest.raises(ConfigError, match="key 'pbmt.reordering' must be one of 'distance', 'msd-bidirectional-fe'"):
+        config.load_profile("small", folder)

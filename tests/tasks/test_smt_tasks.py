@@ -1,5 +1,6 @@
 """The PBMT stages with real Luigi (local scheduler), eflomal, lmplz and pynini on a small de-en corpus."""
 import pynini
+import pytest
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline.io import read_json, read_lines
@@ -78,3 +79,40 @@ def test_a_variant_sets_pbmt_limits_and_nbest_or_shares_the_profiles_artifact(tm
     assert (settings.stack_limit, settings.distortion_limit, settings.options_per_phrase, fast.nbest()) == (5, 4, 3, 0)
     assert research.params() == base.params() and research.artifact_dir() == base.artifact_dir()
     assert fast.artifact_dir() != base.artifact_dir()
+
+
+def test_the_lexicalised_reordering_model_is_extracted_tuned_and_decoded(tmp_path, data_dir):
+    """The profile's `[pbmt] reordering` builds a table with the model, MERT tunes its six weights, and the lattices'
+    best paths are the decoder's 1-best; the alignment is shared with the distance-based system."""
+    from pipeline.smt.phrase_table import FastPhraseTable
+    from tests.pipeline.test_config import edit_config
+
+    configs = edit_config(tmp_path / "configs", "profiles/tiny.toml", "workers = 2 ",
+                          'reordering = "msd-bidirectional-fe"\nworkers = 2 ')
+    params = shared_params(tmp_path, data_dir, config_dir=configs)
+    plain = shared_params(tmp_path, data_dir)
+    assert "reordering" not in BuildPhraseTable(**plain).params()  # the distance-based table keeps its signature
+    assert BuildPhraseTable(**params).artifact_dir() != BuildPhraseTable(**plain).artifact_dir()
+    assert AlignWords(**params).artifact_dir() == AlignWords(**plain).artifact_dir()
+    decode = DecodePBMT(split="newstest2016", **params)
+    assert build(decode).status == LuigiStatusCode.SUCCESS
+
+    phrases = BuildPhraseTable(**params)
+    table = FastPhraseTable(phrases.artifact_dir() / "phrase-table.npz")
+    assert table.reordering and len(table) == phrases.signature()["stats"]["phrase_pairs"]
+    assert sum(phrases.signature()["stats"]["orientations"].values()) == \
+        2 * phrases.signature()["stats"]["extracted_pairs"]
+    assert (phrases.artifact_dir() / "reordering-table.wbe-msd-bidirectional-fe.gz").is_file()
+
+    history = read_json(TunePBMT(**params).artifact_dir() / "mert.json")
+    assert history[0]["weights"]["lr_bwd_m"] == 0.3  # Moses' default start
+    weights = load_weights(TunePBMT(**params).artifact_dir() / "weights.json").weights
+    out = decode.artifact_dir()
+    words = list(read_lines(out / "words.en"))
+    nbest = parse_nbest(read_lines(out / "nbest.txt"))
+    for k in (0, 7, 29):
+        fst = pynini.Fst.read(str(out / "lattices" / f"{k}.fst"))
+        (best, cost), = paths(pynini.shortestpath(fst))
+        assert " ".join(best) == words[k] == " ".join(nbest[k][0].words)
+        assert -cost == pytest.approx(weights.score(nbest[k][0].features), rel=1e-4)  # float32 lattice weights
+    assert any((h[0].features[9:] != 0).any() for h in nbest.values())

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.lm import KenlmTools, train_lm
-from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, PHRASE, TM, WORD, Weights
+from pipeline.smt.features import DISTORTION, FEATURES, LM, LN10, PHRASE, REORDERING, TM, WORD, Weights
 from pipeline.smt.phrase_table import PhraseTable
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,15 +42,20 @@ def lm(lm_path) -> kenlm.Model:
     return kenlm.Model(str(lm_path))
 
 
-def random_table(seed: int, multi_word: int = 6) -> PhraseTable:
-    """Every source word has 1-3 options of 1-2 target words; a few 2-3 word source phrases have 1-2 options."""
+def random_table(seed: int, multi_word: int = 6, reordering: bool = False) -> PhraseTable:
+    """Every source word has 1-3 options of 1-2 target words; a few 2-3 word source phrases have 1-2 options.
+    With ``reordering``, each pair also has random orientation distributions (backward and forward)."""
     rng = random.Random(seed)
+
+    def distribution() -> list[float]:
+        weights = [rng.uniform(0.05, 1.0) for _ in range(3)]
+        return [x / sum(weights) for x in weights]
 
     def options(k: int) -> list[tuple[str, list[float]]]:
         chosen = {}
         while len(chosen) < k:
             chosen[" ".join(rng.choice(TARGET_VOCAB) for _ in range(rng.randint(1, 2)))] = [
-                rng.uniform(0.05, 1.0) for _ in range(4)]
+                rng.uniform(0.05, 1.0) for _ in range(4)] + (distribution() + distribution() if reordering else [])
         return list(chosen.items())
 
     entries = {s: options(rng.randint(1, 3)) for s in SOURCE_VOCAB}
@@ -60,38 +65,70 @@ def random_table(seed: int, multi_word: int = 6) -> PhraseTable:
     return PhraseTable.from_entries(entries, max_length=3)
 
 
-def random_weights(seed: int) -> Weights:
+def random_weights(seed: int, reordering: bool = False) -> Weights:
     rng = np.random.default_rng(seed)
-    w = Weights.default().vector.copy()
+    w = Weights.default(reordering).vector.copy()
     w[:8] *= rng.uniform(0.5, 1.5, size=8)
+    if reordering:
+        w[REORDERING] *= rng.uniform(0.0, 2.0, size=6)
     return Weights(w)
 
 
 def static_features(table: PhraseTable, source: str, target: tuple[str, ...]) -> np.ndarray:
-    """Recomputed from the table: everything but the LM and distortion."""
+    """Recomputed from the table: everything but the LM, distortion and reordering."""
     f = np.zeros(len(FEATURES))
-    found = table.lookup(source)
-    if found is None or " ".join(target) not in found[0]:
-        raise KeyError((source, target))
-    f[list(TM)] = found[1][found[0].index(" ".join(target))]
+    f[list(TM)] = table_row(table, source, target)[:4]
     f[PHRASE] = 1.0
     f[WORD] = -len(target)
     return f
 
 
+def table_row(table: PhraseTable, source: str, target: tuple[str, ...]) -> np.ndarray:
+    found = table.lookup(source)
+    if found is None or " ".join(target) not in found[0]:
+        raise KeyError((source, target))
+    return found[1][found[0].index(" ".join(target))]
+
+
+def orientation(previous: tuple[int, int], span: tuple[int, int]) -> int:
+    """Moses' phrase-based orientation, from its definition: 0 monotone, 1 swap, 2 discontinuous."""
+    if span[0] == previous[1] + 1:
+        return 0
+    return 1 if span[1] + 1 == previous[0] else 2
+
+
 def derivation_score(table: PhraseTable, lm: kenlm.Model, weights: Weights, words: list[str],
                      steps: list[tuple[int, int, tuple[str, ...]]]) -> tuple[tuple[str, ...], float]:
     """(target words, log-linear score) of a derivation (source spans in order of application), from scratch."""
+    target, f = derivation_features(table, lm, words, steps)
+    return target, weights.score(f)
+
+
+def derivation_features(table: PhraseTable, lm: kenlm.Model, words: list[str],
+                        steps: list[tuple[int, int, tuple[str, ...]]]) -> tuple[tuple[str, ...], np.ndarray]:
+    """(target words, feature vector) of a derivation, from scratch; with a reordering table, the backward
+    probability of each phrase and the forward one of the phrase before it at their orientation, and the last
+    phrase's forward probability against the end of the sentence."""
     f = np.zeros(len(FEATURES))
-    last = -1
+    previous, previous_row = (-1, -1), None
     target: list[str] = []
     for i, j, t in steps:
         f += static_features(table, " ".join(words[i:j + 1]), t)
-        f[DISTORTION] -= abs(i - last - 1)
-        last = j
+        f[DISTORTION] -= abs(i - previous[1] - 1)
+        if table.reordering:
+            row = table_row(table, " ".join(words[i:j + 1]), t)[4:]
+            o = orientation(previous, (i, j))
+            f[REORDERING.start + o] += row[o]
+            if previous_row is not None:
+                f[REORDERING.start + 3 + o] += previous_row[3 + o]
+            previous_row = row
+        previous = (i, j)
         target += t
+    if table.reordering and steps:
+        o = orientation(previous, (len(words), len(words)))
+        f[REORDERING.start + 3 + o] += previous_row[3 + o]
     f[LM] = lm.score(" ".join(target), bos=True, eos=True) * LN10
-    return tuple(target), weights.score(f)
+    return tuple(target), f
 
 
 def brute_force(table: PhraseTable, lm: kenlm.Model, weights: Weights, words: list[str],

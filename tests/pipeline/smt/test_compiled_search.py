@@ -4,6 +4,7 @@ from __future__ import annotations
 import pickle
 import random
 
+import numpy as np
 import pytest
 
 from pipeline.smt.compiled_search import CompiledSearch, load_library
@@ -24,6 +25,11 @@ def graphs(table, lm, weights, settings, words, forced=None):
 def assert_same(python, compiled) -> None:
     assert compiled.num_states == python.num_states
     assert compiled.arcs == python.arcs  # states, options, distortions and LM scores, to the bit
+    if python.orientations is None:
+        assert compiled.orientations is None
+    else:
+        assert np.array_equal(compiled.orientations, python.orientations)
+        assert np.array_equal(compiled.arc_scores, python.arc_scores)
     assert compiled.targets == python.targets and compiled.spans == python.spans
     assert compiled.best_score == python.best_score
     drop = {"seconds"}
@@ -31,28 +37,33 @@ def assert_same(python, compiled) -> None:
         {k: v for k, v in python.stats.items() if k not in drop}
 
 
+@pytest.mark.parametrize("reordering", [False, True])
 @pytest.mark.parametrize("seed", range(24))
-def test_the_compiled_search_gives_the_python_search_graph(lm, seed):
-    """Random tables, weights, sentences and limits: stacks that prune in place, beams, distortion limits."""
+def test_the_compiled_search_gives_the_python_search_graph(lm, seed, reordering):
+    """Random tables, weights, sentences and limits: stacks that prune in place, beams, distortion limits; with and
+    without the lexicalised reordering model."""
     rng = random.Random(seed)
     settings = DecoderSettings(stack_limit=rng.choice([1, 2, 3, 5, 40]),
                                beam_threshold=rng.choice([0.0, 1e-1, 1e-3, 1e-5]),
                                distortion_limit=rng.choice([-1, 0, 2, 3, 6]),
                                options_per_phrase=rng.choice([0, 1, 2, 20]))
     words = random_sentence(seed, rng.randint(1, 12))
-    assert_same(*graphs(random_table(seed), lm, random_weights(seed), settings, words))
+    table, weights = random_table(seed, reordering=reordering), random_weights(seed, reordering=reordering)
+    assert_same(*graphs(table, lm, weights, settings, words))
 
 
+@pytest.mark.parametrize("reordering", [False, True])
 @pytest.mark.parametrize("length", [64, 65, 130, 300])
-def test_long_sentences_use_wider_coverage_sets(lm, length):
+def test_long_sentences_use_wider_coverage_sets(lm, length, reordering):
     """Coverage sets of 1, 2, 4 and 8 machine words."""
     settings = DecoderSettings(stack_limit=3, beam_threshold=1e-3, distortion_limit=4)
-    assert_same(*graphs(random_table(length), lm, random_weights(length), settings,
+    assert_same(*graphs(random_table(length, reordering=reordering), lm, random_weights(length, reordering), settings,
                         random_sentence(length, length)))
 
 
-def test_unknown_words_and_forced_spans(lm):
-    table, weights = random_table(7), random_weights(7)
+@pytest.mark.parametrize("reordering", [False, True])
+def test_unknown_words_and_forced_spans(lm, reordering):
+    table, weights = random_table(7, reordering=reordering), random_weights(7, reordering=reordering)
     words = random.Random(7).sample(SOURCE_VOCAB, 5) + ["Zürich", "s1"]
     settings = DecoderSettings(stack_limit=5, distortion_limit=3)
     assert_same(*graphs(table, lm, weights, settings, words, forced={(1, 2): ("forced", "term")}))

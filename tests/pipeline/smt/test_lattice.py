@@ -5,7 +5,7 @@ import pynini
 import pytest
 
 from pipeline.smt.decoder import Decoder, DecoderSettings, SearchGraph
-from pipeline.smt.features import Weights
+from pipeline.smt.features import FEATURES, Weights
 from pipeline.smt.lattice import format_nbest, nbest, one_best, parse_nbest, paths, sorted_scores, to_fst
 from tests.pipeline.smt.conftest import derivation_score, random_sentence, random_table, random_weights
 
@@ -110,6 +110,6 @@ def test_the_empty_sentence_and_the_pass_through_have_a_path(lm):
     decoder = Decoder(random_table(0), lm, Weights.default())
     (words, cost), = paths(to_fst(decoder.decode([])))
     assert words == () and cost == pytest.approx(-decoder.decode([]).best_score, abs=FLOAT32)
-    graph = decoder._single_path(["a", "b"], ["a", "b"], np.zeros(9), {})
+    graph = decoder._single_path(["a", "b"], ["a", "b"], np.zeros(len(FEATURES)), {})
     (words, _), = paths(to_fst(graph))
     assert words == ("a", "b")
