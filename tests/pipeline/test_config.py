@@ -228,6 +228,7 @@ def test_race_checkpoints_must_rise_within_the_tuning_sentences(tmp_path):
 
 def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path):
     assert config.load_profile("tiny").pbmt.reordering == "distance"  # a profile that does not set it
+    assert config.load_profile("paper").pbmt.reordering == "msd-bidirectional-fe"  # Moses' standard model
     folder = edit_config(tmp_path / "a", "profiles/small.toml", "workers = 2  ",
                          'reordering = "msd-bidirectional-fe"\nworkers = 2  ')
     assert config.load_profile("small", folder).pbmt.reordering == "msd-bidirectional-fe"
