@@ -38,7 +38,7 @@ from pipeline.smt.future_cost import FutureCosts, span_table
 from pipeline.smt.graph_kernels import best_prefix
 from pipeline.smt.options import OptionCache, Options, collect_options, passthrough_features
 from pipeline.smt.phrase_table import PhraseTable
-from pipeline.smt.reordering import DISC, MONO, SWAP, WeightedReordering, reordering_features
+from pipeline.smt.reordering import WeightedReordering, decoding_orientation, reordering_features
 
 
 @dataclass(frozen=True)
@@ -253,8 +253,8 @@ class Decoder:
                             fc = future(new_coverage)
                         k2 = k + j - i + 1
                         if reordering is not None:
-                            orientation = MONO if i == last + 1 else SWAP if j == first - 1 else DISC
-                            end_orientation = (MONO if j == n - 1 else DISC) if complete else -1
+                            orientation = decoding_orientation(first, last, i, j)
+                            end_orientation = decoding_orientation(i, j, n, n) if complete else -1  # vs the end
                         else:
                             orientation = end_orientation = -1
                         stack_floor = floor[k2]  # kept equal to floor[k2] below

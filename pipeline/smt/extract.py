@@ -55,7 +55,7 @@ def extract_pairs(src: Sequence[str], tgt: Sequence[str], links: Sequence[tuple[
     """(source phrase, target phrase, local alignment ``"i-j ..."``) of every consistent pair of a sentence pair;
     with ``orientations``, a fourth item: its backward and forward orientation letters (pipeline.smt.reordering)."""
     link_set = sorted(set(links))
-    aligned = set(link_set)
+    aligned = set(link_set) if orientations else set()
     # A consistent pair holds exactly the links of its source words, a run of link_set: first_link[i] is where
     # source word i's links start.
     first_link = [bisect.bisect_left(link_set, (i,)) for i in range(len(src) + 1)]

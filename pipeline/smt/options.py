@@ -74,10 +74,9 @@ class OptionCache:
     """The capped, scored options of each source phrase, shared by every sentence decoded with one set of weights.
 
     Entries are (target words, static features, static score, future score, reordering ln probabilities [6] or
-    None), best future score first. Scoring a
-    phrase scores every one of its targets with the LM (a common word has thousands), so a long-lived decoder (a
-    server's) keeps the cache across calls; ``max_phrases`` bounds it (0: no bound): past it, the cache starts again
-    empty (the options are the same either way).
+    None), best future score first. Scoring a phrase scores every one of its targets with the LM (a common word has
+    thousands), so a long-lived decoder (a server's) keeps the cache across calls; ``max_phrases`` bounds it (0: no
+    bound): past it, the cache starts again empty (the options are the same either way).
     """
 
     def __init__(self, table: PhraseTable, lm: kenlm.Model, weights: Weights, limit: int,
@@ -127,7 +126,7 @@ class OptionCache:
         model, their reordering ln probabilities [targets, 6] (None: uniform)."""
         if not self.table.reordering:
             rows = [None] * len(targets)
-        elif reordering is None or reordering.shape[1] == 0:
+        elif reordering is None:
             rows = [UNIFORM] * len(targets)
         else:
             rows = list(np.asarray(reordering, dtype=np.float64))
