@@ -42,20 +42,31 @@ def lm(lm_path) -> kenlm.Model:
     return kenlm.Model(str(lm_path))
 
 
+@pytest.fixture(scope="session")
+def bigram_lm(tmp_path_factory) -> kenlm.Model:
+    """A bigram of the same corpus: a state is the last word, so that many hypotheses recombine."""
+    out = tmp_path_factory.mktemp("smt-bigram")
+    result = train_lm(lm_corpus(), out, 2, KenlmTools.locate(REPO / "tools"), memory="64M", discount_fallback=True)
+    return kenlm.Model(str(result.binary))
+
+
 def random_table(seed: int, multi_word: int = 6, reordering: bool = False) -> PhraseTable:
     """Every source word has 1-3 options of 1-2 target words; a few 2-3 word source phrases have 1-2 options.
-    With ``reordering``, each pair also has random orientation distributions (backward and forward)."""
+    With ``reordering``, each pair also has a random backward orientation distribution and one of two forward ones
+    (pairs share forward probabilities, as the many rare pairs of a real table do)."""
     rng = random.Random(seed)
 
     def distribution() -> list[float]:
         weights = [rng.uniform(0.05, 1.0) for _ in range(3)]
         return [x / sum(weights) for x in weights]
 
+    forward = [distribution(), distribution()] if reordering else []
+
     def options(k: int) -> list[tuple[str, list[float]]]:
         chosen = {}
         while len(chosen) < k:
             chosen[" ".join(rng.choice(TARGET_VOCAB) for _ in range(rng.randint(1, 2)))] = [
-                rng.uniform(0.05, 1.0) for _ in range(4)] + (distribution() + distribution() if reordering else [])
+                rng.uniform(0.05, 1.0) for _ in range(4)] + (distribution() + rng.choice(forward) if reordering else [])
         return list(chosen.items())
 
     entries = {s: options(rng.randint(1, 3)) for s in SOURCE_VOCAB}

@@ -5,12 +5,15 @@ import gzip
 import numpy as np
 import pytest
 
-from pipeline.smt.decoder import Decoder, DecoderSettings
+from pipeline.smt.compiled_search import load_library
+from pipeline.smt.decoder import SCORE, Decoder, DecoderSettings
+from pipeline.smt.future_cost import FutureCosts, span_table
+from pipeline.smt.options import collect_options
 from pipeline.smt.features import REORDERING, Weights
 from pipeline.smt.lattice import nbest, one_best
 from pipeline.smt.phrase_scoring import build_phrase_table
 from pipeline.smt.phrase_table import FastPhraseTable
-from pipeline.smt.reordering import extraction_orientations, orientation_probabilities, priors
+from pipeline.smt.reordering import WeightedReordering, extraction_orientations, orientation_probabilities, priors
 from tests.pipeline.smt.conftest import brute_force, random_sentence, random_table, random_weights
 
 TOL = 1e-4  # KenLM sums a sentence's log10 scores in float32
@@ -71,17 +74,26 @@ def test_a_phrase_table_with_the_reordering_model_counts_every_extracted_orienta
     assert np.array_equal(FastPhraseTable(tmp_path / "p.npz").scores, table.scores[:, :4])
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("order, seed", [(2, seed) for seed in range(12)] + [(3, seed) for seed in range(5)])
 @pytest.mark.parametrize("distortion_limit", [0, 2, -1])
-def test_the_search_with_reordering_finds_the_brute_force_best_and_scores_every_path(lm, seed, distortion_limit):
-    """An exact search keeps every derivation as a path: their scores equal the brute-force scorer's, one by one."""
+def test_the_search_with_reordering_finds_the_brute_force_best_and_scores_every_path(lm, bigram_lm, order, seed,
+                                                                                    distortion_limit):
+    """An exact search keeps every derivation as a path: their scores equal the brute-force scorer's, one by one.
+    With a bigram LM many hypotheses recombine, which only the reordering state (the last phrase's start and
+    forward probabilities) keeps apart; the search's own score of the end equals the best path's."""
+    model = lm if order == 3 else bigram_lm
     table, weights = random_table(seed, reordering=True), random_weights(seed, reordering=True)
-    words = random_sentence(seed, 4)
-    everything = sorted((score for score, _ in brute_force(table, lm, weights, words, distortion_limit)),
+    words = random_sentence(seed, 5 if order == 2 else 4)
+    everything = sorted((score for score, _ in brute_force(table, model, weights, words, distortion_limit)),
                         reverse=True)
-    graph = Decoder(table, lm, weights, DecoderSettings(distortion_limit=distortion_limit, **EXACT),
-                    compiled=False).decode(words)
+    decoder = Decoder(table, model, weights, DecoderSettings(distortion_limit=distortion_limit, **EXACT),
+                      compiled=False)
+    graph = decoder.decode(words)
     assert graph.best_score == pytest.approx(everything[0], abs=TOL)
+    opts = collect_options(words, decoder.options)
+    end, _ = decoder._search(words, opts, FutureCosts(span_table(opts.best_by_span(len(words)))),
+                             WeightedReordering.of(opts.reordering, weights))
+    assert end[SCORE] == pytest.approx(graph.best_score, abs=TOL)
     paths = nbest(graph, len(everything) + 5)
     assert len(paths) == len(everything)
     assert [h.score for h in paths] == pytest.approx(everything, abs=TOL)
@@ -118,3 +130,23 @@ def test_weights_files_and_nbest_lines_without_the_model_read_it_as_zero():
     values[REORDERING] = 0.0
     assert "LexicalReordering0=" not in format_moses_features(values)
     assert np.array_equal(parse_moses_features(format_moses_features(values)), values)
+
+
+def test_hypotheses_that_differ_only_in_the_last_phrase_start_stay_apart(bigram_lm):
+    """"s1 s2" as one phrase or as two end in the same bigram state with the same forward probabilities; a next
+    phrase on s0 is a swap after the first and discontinuous after the second, so they must not recombine."""
+    from pipeline.smt.phrase_table import PhraseTable
+
+    forward = [0.5, 0.2, 0.3]
+    entries = {"s0": [("t0", [0.5] * 4 + [0.6, 0.1, 0.3] + forward)],
+               "s1": [("t1", [0.5] * 4 + [0.2, 0.5, 0.3] + forward)],
+               "s2": [("t2", [0.5] * 4 + [0.3, 0.3, 0.4] + forward)],
+               "s1 s2": [("t2", [0.5] * 4 + [0.1, 0.2, 0.7] + forward)]}
+    table = PhraseTable.from_entries(entries, max_length=2)
+    weights = random_weights(0, reordering=True)
+    words = ["s0", "s1", "s2"]
+    everything = sorted((score for score, _ in brute_force(table, bigram_lm, weights, words, -1)), reverse=True)
+    for compiled in (False, True) if load_library() is not None else (False,):  # `make install` builds it
+        graph = Decoder(table, bigram_lm, weights, DecoderSettings(distortion_limit=-1, **EXACT),
+                        compiled=compiled).decode(words)
+        assert [h.score for h in nbest(graph, 100)] == pytest.approx(everything, abs=TOL)
