@@ -71,7 +71,7 @@ def extract_corpus(source: Iterable[Sequence[str]], target: Iterable[Sequence[st
         for src, tgt, links in zip(source, target, alignments):
             lexical.add(src, tgt, links)
             for f, e, a, *letters in extract_pairs(src, tgt, links, max_length, reordering):
-                fd.write(f"{f}{SEP}{e}{SEP}{a}{''.join(SEP + x for x in letters)}\n")
+                fd.write(f"{f}{SEP}{e}{SEP}{a}{SEP}{letters[0]}\n" if letters else f"{f}{SEP}{e}{SEP}{a}\n")
                 fi.write(f"{e}{SEP}{f}{SEP}{invert(a)}\n")
                 pairs += 1
             sentences += 1
@@ -86,11 +86,13 @@ def direct_counts(sorted_direct: Path, out: Path) -> np.ndarray:
     with out.open("w", encoding="utf-8") as o:
         for f, group in itertools.groupby(_lines(sorted_direct), key=lambda x: x[0]):
             by_target: dict[str, list] = {}
-            for _, e, a, *letters in group:
+            for fields in group:  # f, e, alignment[, orientation letters]
+                e, a = fields[1], fields[2]
                 entry = by_target.setdefault(e, [0, {}, []])
                 entry[0] += 1
                 entry[1][a] = entry[1].get(a, 0) + 1
-                entry[2].extend(letters)
+                if len(fields) > 3:
+                    entry[2].append(fields[3])
             c_f = sum(v[0] for v in by_target.values())
             for e, (c_fe, aligns, letters) in by_target.items():
                 best = max(aligns.items(), key=lambda kv: kv[1])[0]  # dicts keep the sorted order: first wins ties
@@ -171,8 +173,8 @@ def _score(direct: Path, inverse: Path, lexical: LexicalTable, text_path: Path, 
             f_words = f.split()
             targets, probabilities, text, reordering_text = [], [], [], []
             for direct_line, inverse_line in group:
-                _, e, counts, align, *orientations = (direct_line.rstrip("\n").split(SEP) if direct_line
-                                                      else ("", "", "", ""))
+                fields = direct_line.rstrip("\n").split(SEP) if direct_line else ("", "", "", "")
+                e, counts, align = fields[1], fields[2], fields[3]  # then the orientation counts, if any
                 f2, e2, c_e = inverse_line.rstrip("\n").split(SEP) if inverse_line else ("", "", "")
                 if e2 != e or f2 != f or not direct_line:
                     raise RuntimeError(f"phrase scoring: the passes disagree at {f!r} ||| {e!r} vs {f2!r} ||| {e2!r}")
@@ -184,9 +186,9 @@ def _score(direct: Path, inverse: Path, lexical: LexicalTable, text_path: Path, 
                 targets.append(e)
                 probabilities.extend(values)
                 if reordering_out is not None:
-                    if not orientations:
+                    if len(fields) < 5:
                         raise RuntimeError(f"phrase scoring: no orientation counts for {f!r} ||| {e!r}")
-                    oriented = orientation_probabilities(np.array(orientations[0].split(), dtype=np.int64), prior)
+                    oriented = orientation_probabilities(np.array(fields[4].split(), dtype=np.int64), prior)
                     probabilities.extend(oriented)
                     reordering_text.append(f"{f}{SEP}{e}{SEP}{' '.join('%.6g' % p for p in oriented)}\n")
             out.write("".join(text))
