@@ -32,7 +32,7 @@ FEATURES: tuple[str, ...] = ("lm", "p_fe", "lex_fe", "p_ef", "lex_ef", "phrase_p
 INDEX: dict[str, int] = {name: i for i, name in enumerate(FEATURES)}
 LM, P_FE, LEX_FE, P_EF, LEX_EF, PHRASE, WORD, DISTORTION, UNKNOWN = range(9)
 TM = (P_FE, LEX_FE, P_EF, LEX_EF)  # the phrase-table columns, in Moses' order
-REORDERING = slice(9, 15)  # the reordering features: backward m s d, forward m s d
+REORDERING = slice(UNKNOWN + 1, len(FEATURES))  # the reordering features: backward m s d, forward m s d
 DEFAULTS: dict[str, float] = {"lm": 0.5, "p_fe": 0.2, "lex_fe": 0.2, "p_ef": 0.2, "lex_ef": 0.2,
                               "phrase_penalty": 0.2, "word_penalty": -1.0, "distortion": 0.3, "unknown": 100.0,
                               **{f: 0.3 for f in REORDERING_FEATURES}}

@@ -23,10 +23,11 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from pipeline.io import atomic_path, read_lines
+from pipeline.smt.reordering import COLUMNS as REORDERING_COLUMNS
 
 FORMAT_VERSION = 2
 SEP = " ||| "
-TM_COLUMNS, REORDERING_COLUMNS = 4, 6
+TM_COLUMNS = 4  # the translation model's scores; then the reordering model's, where the table has it
 
 
 def phrase_hash(phrase: str) -> int:

@@ -26,11 +26,11 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.smt.features import REORDERING, Weights
+from pipeline.smt.features import REORDERING, REORDERING_FEATURES, Weights
 
 MONO, SWAP, DISC = range(3)
 NAMES = "msd"  # one letter per orientation, as extraction writes them
-COLUMNS = 6  # backward m s d, forward m s d
+COLUMNS = len(REORDERING_FEATURES)  # backward m s d, forward m s d
 SMOOTHING = 0.5
 KINDS = ("distance", "msd-bidirectional-fe")  # the profile's `reordering` setting
 UNIFORM = np.full(COLUMNS, math.log(1.0 / 3.0))
