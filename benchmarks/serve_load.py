@@ -5,7 +5,7 @@ The server runs as its own process (`lmbr serve --system DIR --port 0`). Each cl
 compared with the offline translation of its sentence (the same system through `Translator.translate` in this
 process, timed for the offline words per minute); a request that fails, times out or comes back different is
 counted. Reported per level: requests, p50/p95/p99 latency, words per minute (source words answered / wall time),
-the server's peak and final resident memory (VmHWM, VmRSS, its preparing worker processes included), and the median
+the server's peak and final resident memory (VmHWM, VmRSS, its preparing and decoding processes included), and the median
 of each phase of the Server-Timing headers. Then the latency of one --probe-words sentence at 1 client, per phase.
 Prints a table and writes JSON.
 
@@ -71,7 +71,8 @@ def start_server(args) -> tuple[subprocess.Popen, str]:
         [sys.executable, "-m", "pipeline.cli.lmbr", "serve", "--system", args.system, "--port", "0", "--threads",
          str(args.threads), "--max-queue", str(args.max_queue), "--refill", str(args.refill),
          *(["--pool-sentences", str(args.pool_sentences)] if args.pool_sentences else []),
-         *(["--prepare-processes", str(args.prepare_processes)] if args.prepare_processes is not None else [])],
+         *(["--prepare-processes", str(args.prepare_processes)] if args.prepare_processes is not None else []),
+         *(["--decode-processes", str(args.decode_processes)] if args.decode_processes is not None else [])],
         stderr=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "TQDM_DISABLE": "1"})
     match = re.search(r"on (http://[\d.]+:\d+)/", process.stderr.readline())
     if not match:
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-requests", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--prepare-processes", type=int, help="the server's --prepare-processes (default: the server's)")
+    p.add_argument("--decode-processes", type=int, help="the server's --decode-processes (default: the server's)")
     p.add_argument("--soak", type=float, default=0,
                    help="after the levels, seconds of load at --soak-clients, sampling the server's memory every "
                         "--soak-every seconds (0: no soak)")
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     source_words = sum(len(line.split()) for line in lines)
     report = {"machine": machine(args.threads), "system": system.name, "task": system.manifest["task"],
               "server": {"refill": args.refill, "pool_sentences": args.pool_sentences, "max_queue": args.max_queue,
-                         "prepare_processes": args.prepare_processes},
+                         "prepare_processes": args.prepare_processes, "decode_processes": args.decode_processes},
               "sentences": len(lines), "offline": {"seconds": round(offline_seconds, 3),
                                                    "words_per_minute": round(60 * source_words / offline_seconds, 1),
                                                    "phase_seconds": {k: round(v, 3)

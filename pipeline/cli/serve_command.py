@@ -26,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prepare-processes", type=int,
                    help="worker processes running the PBMT search, posteriors and L of the hybrids beside the decoder "
                         "(default: 1 for systems with lattices, 0 otherwise; 0: in the server's own process)")
+    p.add_argument("--decode-processes", type=int,
+                   help="decoding processes of one thread each, each with a pool of its own (default on a CPU: "
+                        "--threads, or torch's thread count; 0: one pool stepped with --threads threads in the "
+                        "server's own process, the default on a GPU; docs/RESULTS.md, serve_load)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
@@ -52,8 +56,15 @@ def run(args: argparse.Namespace) -> int:
         processes = 1 if translator.system.kind.needs_lattices and translator.models is not None else 0
     if processes < 0:
         raise SystemExit("lmbr serve: --prepare-processes must be at least 0")
+    decoders = args.decode_processes
+    if decoders is None:
+        on_cpu = translator.models is not None and translator.models.device.type == "cpu"
+        decoders = torch.get_num_threads() if on_cpu else 0
+    if decoders < 0:
+        raise SystemExit("lmbr serve: --decode-processes must be at least 0")
     service = DecodingService(translator, pool_sentences=args.pool_sentences or decode.get("batch_sentences", 16),
-                              max_queue=args.max_queue, refill=args.refill, prepare_processes=processes)
+                              max_queue=args.max_queue, refill=args.refill, prepare_processes=processes,
+                              decode_processes=decoders)
     app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines))
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -33,9 +33,11 @@ def _serve(connection: Connection, folder: str, batch_lines: int, threads: int) 
     """The worker's loop: (lines, terms, first_line) in, ("ok", prepared, seconds) or ("error", exception) out."""
     import torch
 
+    from pipeline.deploy.signals import ignore_interrupts
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
+    ignore_interrupts()
     torch.set_num_threads(threads)
     translator = Translator(load_system(Path(folder)), batch_lines=batch_lines, device="cpu")
     connection.send(("ready",))

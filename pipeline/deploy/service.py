@@ -23,7 +23,13 @@ Threads, so that the caller (the server's event loop) never waits on decoding:
   first step; with a Transformer it catches up alone, one small query per step, and joins at the same step. The
   default refill 0.25 lets sentences gather first (docs/RESULTS.md, serve_load). A request is answered when its
   last sentence ends; a sentence whose terms could not be met goes back to the front of the queue without them
-  (Translator.missing_terms).
+  (Translator.missing_terms);
+- or, with `decode_processes` N >= 1, N decoding processes (pipeline/deploy/decoder_process.py), each with a pool
+  of its own stepped on one core, which is how a CPU server gets the most sentences through (a search stepped with
+  two threads is far from twice as fast as with one). A feeding and a collecting thread per process: a process
+  takes ready sentences when its pool is down to the refill point and no other's is smaller, up to an even share
+  of all the sentences waiting or decoding; its n-best lists come back as its sentences end, and are finished
+  here. A process that dies fails the sentences it held (their requests get the error) and is started again.
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
@@ -37,8 +43,8 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-import torch
 
+from pipeline.deploy.decoder_process import ProcessDecoder
 from pipeline.deploy.preparer import ProcessPreparer
 from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Prepared, Translator
@@ -76,14 +82,25 @@ class _Request:
             self.future.set_result(self.texts)
 
 
+@dataclass
+class _Worker:
+    """A decoding process and the sentences it holds, by key."""
+
+    decoder: ProcessDecoder
+    pending: dict[int, tuple[_Request, int, Prepared]] = field(default_factory=dict)
+    closed: bool = False       # its feeding thread has ended and closed it
+    starting: bool = False     # being started again after it died: it takes nothing meanwhile
+
+
 class DecodingService:
     """See the module docstring."""
 
     def __init__(self, translator: Translator, pool_sentences: int = 16, max_queue: int = 256,
-                 refill: float = 0.25, prepare_processes: int = 0) -> None:
-        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1 or prepare_processes < 0:
+                 refill: float = 0.25, prepare_processes: int = 0, decode_processes: int = 0) -> None:
+        if pool_sentences < 1 or max_queue < 1 or not 0 <= refill <= 1 or prepare_processes < 0 \
+                or decode_processes < 0:
             raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1], prepare_processes "
-                             "at least 0")
+                             "and decode_processes at least 0")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
                                                                               max_queue, refill)
         self._lock = threading.Condition()
@@ -98,7 +115,14 @@ class DecodingService:
                            for _ in range(prepare_processes)]
         self._threads = [threading.Thread(target=self._prepare_loop, args=(preparer,), name="lmbr-prepare",
                                           daemon=True) for preparer in self._preparers or [None]]
-        if translator.models is not None:
+        self._keys = 0                                      # the last key given to a sentence sent to a worker
+        self._workers = [_Worker(ProcessDecoder(translator.system.folder))
+                         for _ in range(decode_processes if translator.models is not None else 0)]
+        for worker in self._workers:
+            self._threads += [threading.Thread(target=self._feed_loop, args=(worker,), name="lmbr-feed", daemon=True),
+                              threading.Thread(target=self._collect_loop, args=(worker,), name="lmbr-collect",
+                                               daemon=True)]
+        if translator.models is not None and not self._workers:
             self._threads.append(threading.Thread(target=self._decode_loop, name="lmbr-decode", daemon=True))
         for thread in self._threads:
             thread.start()
@@ -139,6 +163,8 @@ class DecodingService:
             thread.join(timeout)
         for preparer in self._preparers:
             preparer.close()
+        for worker in self._workers:
+            worker.decoder.close()
 
     # ------------------------------------------------------------------------------------------------- threads
     def _finished(self) -> bool:
@@ -200,16 +226,23 @@ class DecodingService:
                 start += len(request.lines)
             self._lock.notify_all()
 
-    def _decode_loop(self) -> None:
-        from pipeline.decode.beam_search import BeamBatch
-        from pipeline.nmt.batching import pad_sequences
-        from pipeline.nmt.interface import Ensemble
+    def _take(self, room: int) -> list[tuple[_Request, int, Prepared]]:
+        """Up to `room` ready sentences, moved from the queue to the pool (called under the lock)."""
+        entries = []
+        while self._ready and len(entries) < room:
+            entries.append(self._ready.popleft())
+        self._queued -= len(entries)
+        self._decoding += len(entries)
+        now = time.perf_counter()
+        for request, _, _ in entries:
+            if request.decoding_since is None:
+                request.decoding_since = now
+        return entries
 
+    def _decode_loop(self) -> None:
         translator = self.translator
-        model, device = translator.models.ensemble, translator.models.device
-        if isinstance(model, Ensemble) and len(model) == 1:  # as decode_sources does
-            model = model.models[0]
-        pool: list[tuple[BeamBatch, list[tuple[_Request, int, Prepared]]]] = []
+        model = translator.decoding_model()
+        pool: list[tuple[object, list[tuple[_Request, int, Prepared]]]] = []
         while True:
             with self._lock:
                 while not pool and not self._ready and not self._finished():
@@ -218,24 +251,10 @@ class DecodingService:
                     return
                 entries = []
                 if self._ready and self._decoding <= self.refill * self.pool_sentences:
-                    while self._ready and len(entries) < self.pool_sentences - self._decoding:
-                        entries.append(self._ready.popleft())
-                    self._queued -= len(entries)
-                    self._decoding += len(entries)
-                    now = time.perf_counter()
-                    for request, _, _ in entries:
-                        if request.decoding_since is None:
-                            request.decoding_since = now
+                    entries = self._take(self.pool_sentences - self._decoding)
             try:
                 if entries:
-                    items = [item for _, _, item in entries]
-                    with torch.inference_mode():
-                        src, lengths = pad_sequences([item.source_ids for item in items], model.pad_id)
-                        limits = torch.tensor([item.limit for item in items], dtype=torch.long)
-                        factory = translator.hooks(items)
-                        hook = factory(list(range(len(items))), device) if factory is not None else None
-                        pool.append((BeamBatch(model, src.to(device), lengths.to(device), limits.to(device),
-                                               translator.settings, hook), entries))
+                    pool.append((translator.beam_batch([item for _, _, item in entries], model), entries))
                 self._step(pool)
             except Exception as e:  # a failing batch fails its requests, and the service goes on
                 self._fail([entry for _, batch_entries in pool for entry in batch_entries] + entries, e)
@@ -254,14 +273,94 @@ class DecodingService:
 
         _, entries, ended = step_pool(pool)
         for position, hyps in ended:
-            request, k, item = entries[position]
-            if self.translator.missing_terms(item, hyps):  # once more, without its terms, before anything else
-                with self._lock:
-                    self._decoding -= 1
-                    self._queued += 1
-                    self._ready.appendleft((request, k, item))
-                continue
-            text = self.translator.finish(item, hyps)
+            self._ended(entries[position], hyps)
+
+    def _ended(self, entry: tuple[_Request, int, Prepared], hyps: list) -> None:
+        """A sentence's n-best list is in: its text goes to its request; or, when its terms were not met, it goes
+        back to the front of the queue without them (Translator.missing_terms)."""
+        request, k, item = entry
+        if self.translator.missing_terms(item, hyps):
             with self._lock:
                 self._decoding -= 1
-                request.done_one(k, text)
+                self._queued += 1
+                self._ready.appendleft(entry)
+                self._lock.notify_all()
+            return
+        text = self.translator.finish(item, hyps)
+        with self._lock:
+            self._decoding -= 1
+            request.done_one(k, text)
+            self._lock.notify_all()
+
+    # ------------------------------------------------------------------------------------ decoding processes
+    def _ready_for(self, worker: _Worker) -> bool:
+        """Whether `worker` takes ready sentences now: its pool is down to the refill point, and no other worker's
+        is smaller (called under the lock)."""
+        held, running = len(worker.pending), [w for w in self._workers if not w.starting]
+        return bool(self._ready) and not worker.starting and held <= self.refill * self.pool_sentences and \
+            held == min(len(w.pending) for w in running)
+
+    def _share(self, worker: _Worker) -> int:
+        """How many ready sentences `worker` takes: up to an even share of all the sentences waiting or decoding,
+        within its pool (called under the lock)."""
+        total = len(self._ready) + sum(len(w.pending) for w in self._workers)
+        even = -(-total // len(self._workers))
+        return min(self.pool_sentences - len(worker.pending), max(1, even - len(worker.pending)))
+
+    def _feed_loop(self, worker: _Worker) -> None:
+        """Hands ready sentences to one decoding process; when everything accepted is answered, closes it."""
+        while True:
+            with self._lock:
+                while not self._ready_for(worker) and not (self._finished() and not self._decoding):
+                    self._lock.wait()
+                if not self._ready_for(worker):
+                    worker.closed = True
+                    break
+                keyed = []
+                for entry in self._take(self._share(worker)):
+                    self._keys += 1
+                    worker.pending[self._keys] = entry
+                    keyed.append((self._keys, entry[2]))
+            try:
+                worker.decoder.send(keyed)
+            except OSError as e:  # it died: these sentences fail now (its collecting thread restarts it)
+                self._lost(worker, [key for key, _ in keyed], e)
+        worker.decoder.close()
+
+    def _collect_loop(self, worker: _Worker) -> None:
+        """Takes one decoding process's n-best lists as its sentences end; restarts it if it dies."""
+        while True:
+            message = worker.decoder.receive()
+            if message is None:  # it exited: closed, or died
+                with self._lock:
+                    closed, keys = worker.closed, list(worker.pending)
+                    worker.starting = not closed
+                if keys:
+                    self._lost(worker, keys, RuntimeError(f"the decoding process ended (exit code "
+                                                          f"{worker.decoder.exitcode})"))
+                if closed:
+                    return
+                try:
+                    worker.decoder.start()
+                finally:
+                    with self._lock:
+                        worker.starting = False
+                        self._lock.notify_all()
+                continue
+            if message[0] == "error":
+                self._lost(worker, message[1], message[2])
+                continue
+            with self._lock:
+                ended = [(worker.pending.pop(key), hyps) for key, hyps in message[1] if key in worker.pending]
+            for entry, hyps in ended:
+                self._ended(entry, hyps)
+
+    def _lost(self, worker: _Worker, keys: list[int], error: Exception) -> None:
+        """The sentences `keys` of `worker` fail their requests (each at most once)."""
+        with self._lock:
+            entries = [worker.pending.pop(key) for key in keys if key in worker.pending]
+            self._decoding -= len(entries)
+            for request, _, _ in entries:
+                if not request.future.done():
+                    request.future.set_exception(error)
+            self._lock.notify_all()

@@ -77,10 +77,13 @@ class Translator:
     """Translates raw lines with an exported system (see the module docstring)."""
 
     def __init__(self, system: DeployedSystem, batch_lines: int = 64, device: str | None = None,
-                 workers: int = 1, terms: Terminology | None = None) -> None:
+                 workers: int = 1, terms: Terminology | None = None, decode_only: bool = False) -> None:
+        """decode_only: the NMT half alone (hooks, beam batches, finish), without loading the PBMT: for a server's
+        decoding processes, which get their sentences prepared (pipeline/deploy/decoder_process.py)."""
         if batch_lines < 1:
             raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
         self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms
+        self.decode_only = decode_only
         self._term_ids: dict[str, list[int] | None] = {}
         self._target_bpe: BpeSegmenter | None = None
         self._word_final: torch.Tensor | None = None   # [V] bool: target subwords that end a word
@@ -89,7 +92,7 @@ class Translator:
         self.source = self._processor(system.source, system.path(f"text/codes.{system.source}"))
         self.target = self._processor(system.target, None)
         self.models = self._models(device) if system.kind.models else None
-        self.pbmt = self._pbmt() if system.kind.needs_lattices else None
+        self.pbmt = self._pbmt() if system.kind.needs_lattices and not decode_only else None
         self.settings = self._search_settings() if self.models is not None else None
         self.mapper = self._mapper() if system.kind.lmbr or system.kind.constrained else None
         if system.kind.lmbr or system.kind.constrained:
@@ -199,6 +202,8 @@ class Translator:
         on from earlier batches); terms: the terminology of each line (default: the translator's own)."""
         from pipeline.decode.scores import max_output_lengths
 
+        if self.decode_only and self.system.kind.needs_lattices:
+            raise RuntimeError("a decode_only translator has no PBMT to prepare lines with")
         clock = time.perf_counter()
         first = self.lines_seen + 1 if first_line is None else first_line
         self.lines_seen = max(self.lines_seen, first + len(lines) - 1)
@@ -361,6 +366,27 @@ class Translator:
             terms = term_hook_factory([[ids for _, ids in item.terms] for item in items], vocab.eos_id,
                                       self.word_final())
         return chain_factories([scorer, constrain, terms])
+
+    def decoding_model(self):
+        """The model the searches step: the ensemble, or its one model unwrapped (as decode_sources does)."""
+        from pipeline.nmt.interface import Ensemble
+
+        model = self.models.ensemble
+        return model.models[0] if isinstance(model, Ensemble) and len(model) == 1 else model
+
+    @torch.inference_mode()
+    def beam_batch(self, items: Sequence[Prepared], model=None):
+        """A BeamBatch (pipeline/decode/beam_search.py) of prepared sentences, with their hooks: a server's pool
+        steps it with its others (batching.step_pool). model: decoding_model(), when the caller holds it."""
+        from pipeline.decode.beam_search import BeamBatch
+        from pipeline.nmt.batching import pad_sequences
+
+        model, device = model or self.decoding_model(), self.models.device
+        src, lengths = pad_sequences([item.source_ids for item in items], model.pad_id)
+        limits = torch.tensor([item.limit for item in items], dtype=torch.long)
+        factory = self.hooks(items)
+        hook = factory(list(range(len(items))), device) if factory is not None else None
+        return BeamBatch(model, src.to(device), lengths.to(device), limits.to(device), self.settings, hook)
 
     def finish(self, item: Prepared, hypotheses: list) -> str:
         """The detokenized text of a sentence's best hypothesis ("" when there is none)."""

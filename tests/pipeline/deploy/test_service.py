@@ -1,8 +1,11 @@
 """DecodingService: sentences of concurrent requests decoded together give the offline translations."""
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
+import time
 
 import pytest
 
@@ -11,13 +14,15 @@ from pipeline.deploy.system import load_system
 from pipeline.deploy.translator import Translator
 
 
-@pytest.mark.parametrize("name, processes", [("LNMT", 0), ("TNMT-lat", 0), ("PBMT", 0), ("LNMT", 2),
-                                             ("TNMT-lat", 1)])
-def test_concurrent_requests_get_the_offline_translations(exported_systems, name, processes):
+@pytest.mark.parametrize("name, processes, decoders", [("LNMT", 0, 0), ("TNMT-lat", 0, 0), ("PBMT", 0, 0),
+                                                        ("LNMT", 2, 0), ("TNMT-lat", 1, 0), ("LNMT", 1, 2),
+                                                        ("TNMT-lat", 0, 2), ("FNMT", 0, 1)])
+def test_concurrent_requests_get_the_offline_translations(exported_systems, name, processes, decoders):
     exports, raw = exported_systems
     system = load_system(exports[name].folder())
     offline = dict(zip(raw, Translator(system).translate(raw)))
-    service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000, prepare_processes=processes)
+    service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000, prepare_processes=processes,
+                              decode_processes=decoders)
     rng = random.Random(4)
     requests = [rng.sample(raw, rng.randint(1, 4)) + ([""] if k % 3 == 0 else []) for k in range(24)]
     answers: dict[int, list[str]] = {}
@@ -71,3 +76,25 @@ def test_a_preparing_process_that_died_is_replaced(exported_systems):
     assert service.submit(raw[:2]).result(timeout=120) == offline
     assert service._preparers[0]._process.pid != first.pid
     service.close()
+
+
+def test_a_decoding_process_that_died_fails_its_sentences_and_is_replaced(exported_systems):
+    exports, raw = exported_systems
+    system = load_system(exports["FNMT"].folder())
+    offline = list(Translator(system).translate(raw[:3]))
+    service = DecodingService(Translator(system), pool_sentences=2, decode_processes=1)
+    assert service.submit(raw[:3]).result(timeout=120) == offline
+    worker = service._workers[0]
+    first = worker.decoder._process
+    os.kill(first.pid, signal.SIGSTOP)  # it takes the request into its pipe and cannot answer: it dies holding it
+    request = service.submit(raw[:1])
+    while not worker.pending:
+        time.sleep(0.01)
+    first.kill()
+    first.join()
+    with pytest.raises(RuntimeError, match="decoding process ended"):
+        request.result(timeout=120)
+    assert service.submit(raw[:3]).result(timeout=120) == offline
+    assert worker.decoder._process.pid != first.pid
+    service.close()
+    assert not worker.decoder._process.is_alive()

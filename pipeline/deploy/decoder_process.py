@@ -1,0 +1,142 @@
+"""A server's decoding in a worker process: its own pool of beam batches, stepped on its own core.
+
+    decoder = ProcessDecoder(system_folder, threads=1)
+    decoder.send([(key, prepared), ...])      # the sentences join the worker's pool at its next step
+    message = decoder.receive()               # blocks: ("done", [(key, n-best), ...]) as sentences end,
+                                              # ("error", [key, ...], exception) for a failed pool, None: it ended
+    decoder.close()                           # the worker finishes its pool, then exits
+
+On a CPU, one search stepped with two threads is far from twice as fast as with one (small matrix products, and the
+search's own Python between them: 1.34x on this project's machine, docs/RESULTS.md), while two searches in two
+processes, one thread each, are (2.0x). So the server decodes in N such processes, as Marian's server and
+CTranslate2's inter_threads do, each with a pool of its own (pipeline/deploy/service.py shares the sentences
+out). A worker loads the exported system without its PBMT (Translator(decode_only=True)): the sentences come to it
+prepared, with their L, acceptors and terms, and go back as n-best lists; the parent finishes them. Between two
+steps the worker takes every sentence waiting in its pipe into the pool (a GRU joins the running batch at once,
+a Transformer catches up first: batching.step_pool), so each sentence follows the search it would follow alone.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from pipeline.deploy.translator import Prepared
+
+__all__ = ["ProcessDecoder"]
+
+
+def _picklable(error: Exception) -> Exception:
+    import pickle
+
+    try:
+        pickle.dumps(error)
+        return error
+    except Exception:  # noqa: BLE001 - its text instead
+        return RuntimeError("".join(traceback.format_exception_only(type(error), error)))
+
+
+def _serve(connection: Connection, folder: str, threads: int) -> None:
+    """The worker's loop: lists of (key, Prepared) in; ("done", ...) or ("error", ...) out; None in: finish, exit."""
+    import torch
+
+    from pipeline.decode.batching import step_pool
+    from pipeline.deploy.signals import ignore_interrupts
+    from pipeline.deploy.system import load_system
+    from pipeline.deploy.translator import Translator
+
+    ignore_interrupts()
+    torch.set_num_threads(threads)
+    translator = Translator(load_system(Path(folder)), device="cpu", decode_only=True)
+    model = translator.decoding_model()
+    connection.send(("ready",))
+    pool: list[tuple[Any, list]] = []
+    closing = False
+    while True:
+        while not closing and connection.poll(0 if pool else None):
+            try:
+                message = connection.recv()
+            except EOFError:
+                message = None
+            if message is None:
+                closing = True
+                break
+            keys = [key for key, _ in message]
+            try:
+                pool.append((translator.beam_batch([item for _, item in message], model), keys))
+            except Exception as e:  # noqa: BLE001 - fails these sentences alone
+                connection.send(("error", keys, _picklable(e)))
+        if not pool:
+            if closing:
+                return
+            continue
+        try:
+            with torch.inference_mode():
+                _, keys, ended = step_pool(pool)
+        except Exception as e:  # noqa: BLE001 - fails the pool's sentences, and the worker goes on
+            connection.send(("error", [key for _, batch_keys in pool for key in batch_keys], _picklable(e)))
+            pool.clear()
+            continue
+        if ended:
+            connection.send(("done", [(keys[position], hyps) for position, hyps in ended]))
+
+
+class ProcessDecoder:
+    """One decoding worker process (see the module docstring); `send` and `receive` may run in two threads."""
+
+    def __init__(self, folder: Path, threads: int = 1) -> None:
+        self.folder, self.threads = Path(folder), threads
+        self._send_lock = threading.Lock()
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._connection: Connection | None = None
+        self.start()
+
+    def start(self) -> None:
+        """Starts the worker (again, after it died) and waits until it has loaded the system."""
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs, str(self.folder), self.threads), name="lmbr-decode",
+                                  daemon=True)
+        process.start()
+        theirs.close()
+        try:
+            ours.recv()  # "ready", or EOF when loading the system failed in the worker
+        except EOFError:
+            process.join(5)
+            raise RuntimeError(f"the decoding process could not load {self.folder} (exit code {process.exitcode})") \
+                from None
+        self._process, self._connection = process, ours
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._process.exitcode if self._process is not None else None
+
+    def send(self, entries: list[tuple[int, Prepared]]) -> None:
+        """Hands sentences to the worker's pool (raises OSError when the worker has died)."""
+        with self._send_lock:
+            self._connection.send(entries)
+
+    def receive(self) -> tuple | None:
+        """The worker's next message; None when it has ended (closed, or died: see `exitcode`)."""
+        try:
+            return self._connection.recv()
+        except (EOFError, OSError):
+            self._process.join(5)
+            return None
+
+    def close(self, timeout: float = 30) -> None:
+        """Asks the worker to finish its pool and exit; kills it after `timeout` seconds."""
+        if self._process is None:
+            return
+        with self._send_lock:
+            try:
+                self._connection.send(None)
+            except OSError:
+                pass
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
