@@ -49,13 +49,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    translator = Translator(load_system(Path(args.system)), device=args.device)
-    decode = translator.system.settings.decode
+    system = load_system(Path(args.system))
     processes = args.prepare_processes
     if processes is None:
-        processes = 1 if translator.system.kind.needs_lattices and translator.models is not None else 0
+        processes = 1 if system.kind.needs_lattices and system.kind.models else 0
     if processes < 0:
         raise SystemExit("lmbr serve: --prepare-processes must be at least 0")
+    # with preparing processes, this one never runs the PBMT: it does not load it
+    translator = Translator(system, device=args.device, decode_only=processes > 0)
+    decode = translator.system.settings.decode
     decoders = args.decode_processes
     if decoders is None:
         on_cpu = translator.models is not None and translator.models.device.type == "cpu"

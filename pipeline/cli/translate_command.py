@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    "source term occurs, the translation contains its target term (NMT systems)")
     p.add_argument("--batch-lines", type=positive_int, default=64,
                    help="--system: input lines per batch of the chain (memory is bounded by it)")
+    p.add_argument("--decode-processes", type=int, default=0,
+                   help="--system: decode in N processes of one thread each, as `lmbr serve` does (0, the default: "
+                        "in this process with --threads threads); outputs equal up to batch effects")
     p.add_argument("-i", "--input", default="-", help="input text, one segment a line (.gz allowed; - : stdin)")
     p.add_argument("-o", "--output", default="-", help="detokenized translation (- : stdout)")
     p.add_argument("--bpe-output", help="also write the BPE subwords of the output here")
@@ -126,7 +129,8 @@ def run_system(args: argparse.Namespace) -> int:
 
     from pipeline.deploy.system import load_system
     from pipeline.deploy.terms import Terminology
-    from pipeline.deploy.translator import Translator
+    from pipeline.deploy.service import translate_in_processes
+    from pipeline.deploy.translator import PREPARE_PHASES, Translator
     from pipeline.io import write_json, write_lines
 
     if args.models:
@@ -146,20 +150,27 @@ def run_system(args: argparse.Namespace) -> int:
             counted["words"] += len(line.split())
             yield line
 
+    if args.decode_processes < 0:
+        raise DataError(f"--decode-processes must be at least 0, not {args.decode_processes}")
+    in_processes = args.decode_processes > 0 and translator.models is not None
     try:
+        texts = translate_in_processes(translator, inputs(), args.decode_processes) if in_processes \
+            else translator.translate(inputs())
         if args.output == "-":
-            for text in translator.translate(inputs()):
+            for text in texts:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
         else:
-            write_lines(Path(args.output), translator.translate(inputs()))
+            write_lines(Path(args.output), texts)
     except DataError as e:
         raise DataError(f"{'stdin' if args.input == '-' else args.input}: {e}") from None
     seconds = time.perf_counter() - loaded
     stats = {"system": translator.system.name, "sentences": counted["lines"], "source_words": counted["words"],
              "load_seconds": round(loaded - started, 3), "seconds": round(seconds, 3),
              "words_per_minute": round(60 * counted["words"] / max(seconds, 1e-9), 1),
-             "timings": {phase: round(value, 3) for phase, value in translator.timings.items()}}
+             "timings": {phase: round(value, 3) for phase, value in translator.timings.items()
+                         if not in_processes or phase in PREPARE_PHASES},  # (the rest run in the processes)
+             "decode_processes": args.decode_processes if in_processes else 0}
     if args.timings:
         write_json(Path(args.timings), stats)
     print(f"lmbr translate: {translator.system.name}: {stats['sentences']} lines, {stats['source_words']} words in "

@@ -42,6 +42,7 @@ import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
 
 from pipeline.deploy.decoder_process import ProcessDecoder
@@ -49,7 +50,7 @@ from pipeline.deploy.preparer import ProcessPreparer
 from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Prepared, Translator
 
-__all__ = ["Closed", "DecodingService", "Overloaded"]
+__all__ = ["Closed", "DecodingService", "Overloaded", "translate_in_processes"]
 
 
 class Overloaded(Exception):
@@ -364,3 +365,30 @@ class DecodingService:
                 if not request.future.done():
                     request.future.set_exception(error)
             self._lock.notify_all()
+
+
+def translate_in_processes(translator: Translator, lines: Iterable[str], decode_processes: int,
+                           ahead: int = 4) -> Iterator[str]:
+    """Offline translation through a DecodingService with `decode_processes` decoding processes: `lines` in batches
+    of the translator's batch_lines, at most `ahead` batches submitted and not yet given back (memory stays
+    bounded), translations in input order. The lines are prepared in this process, under the translator's terms.
+    An error of a batch (a bad line) is raised when its turn comes, after the batches before it."""
+    decode = translator.system.settings.decode
+    service = DecodingService(translator, pool_sentences=decode.get("batch_sentences", 16),
+                              max_queue=translator.batch_lines * (ahead + 1), decode_processes=decode_processes)
+    submitted: deque[Future] = deque()
+    try:
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == translator.batch_lines:
+                submitted.append(service.submit(batch, translator.terms))
+                batch = []
+                if len(submitted) >= ahead:
+                    yield from submitted.popleft().result()
+        if batch:
+            submitted.append(service.submit(batch, translator.terms))
+        while submitted:
+            yield from submitted.popleft().result()
+    finally:
+        service.close()

@@ -78,8 +78,9 @@ class Translator:
 
     def __init__(self, system: DeployedSystem, batch_lines: int = 64, device: str | None = None,
                  workers: int = 1, terms: Terminology | None = None, decode_only: bool = False) -> None:
-        """decode_only: the NMT half alone (hooks, beam batches, finish), without loading the PBMT: for a server's
-        decoding processes, which get their sentences prepared (pipeline/deploy/decoder_process.py)."""
+        """decode_only: the NMT half alone (hooks, beam batches, finish), without loading the PBMT: for a server
+        whose sentences are prepared in worker processes (preparer.py), and for its decoding processes
+        (decoder_process.py)."""
         if batch_lines < 1:
             raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
         self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms

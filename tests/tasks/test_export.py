@@ -45,6 +45,19 @@ def test_the_command_translates_a_file_and_keeps_empty_lines(exported_systems, t
     assert '"posteriors"' in timings.read_text() and "LNMT: 3 lines" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", ["LNMT", "TNMT-lat"])
+def test_the_command_decodes_in_processes_in_batches_and_in_order(exported_systems, tmp_path, name):
+    exports, raw = exported_systems
+    source, out, timings = tmp_path / "in.de", tmp_path / "out.en", tmp_path / "timings.json"
+    lines = raw + [""] + raw[:3]  # more batches than are submitted ahead, so that batches are given back in turn
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert lmbr_main(["translate", "--system", str(exports[name].folder()), "-i", str(source), "-o", str(out),
+                      "--timings", str(timings), "--batch-lines", "2", "--decode-processes", "2"]) == 0
+    expected = dict(zip(raw, read_lines(exports[name].decoding().artifact_dir() / "translation.en")))
+    assert out.read_text(encoding="utf-8").split("\n")[:len(lines)] == [expected.get(line, "") for line in lines]
+    assert '"decode_processes": 2' in timings.read_text()
+
+
 def test_a_corrupt_missing_or_foreign_file_is_an_error_that_names_it(exported_systems, tmp_path):
     exports, _ = exported_systems
     folder = tmp_path / "LTNMT"
