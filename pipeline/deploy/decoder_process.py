@@ -28,6 +28,20 @@ from pipeline.deploy.translator import Prepared
 
 __all__ = ["ProcessDecoder"]
 
+TRIM_EVERY_STEPS = 500  # glibc keeps freed memory of the varied step tensors; give it back this often
+
+
+def _heap_trimmer():
+    """A function that returns the freed heap memory to the system (glibc's malloc_trim), or a no-op elsewhere."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    return lambda: trim(0)
+
 
 def _picklable(error: Exception) -> Exception:
     import pickle
@@ -54,7 +68,7 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
     model = translator.decoding_model()
     connection.send(("ready",))
     pool: list[tuple[Any, list]] = []
-    closing = False
+    closing, steps, trim = False, 0, _heap_trimmer()
     while True:
         while not closing and connection.poll(0 if pool else None):
             try:
@@ -82,6 +96,9 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
             continue
         if ended:
             connection.send(("done", [(keys[position], hyps) for position, hyps in ended]))
+        steps += 1
+        if steps % TRIM_EVERY_STEPS == 0:
+            trim()
 
 
 class ProcessDecoder:
