@@ -116,21 +116,21 @@ def _stream(model: StepModel, sources: Sequence[Sequence[int]], settings: Search
         active = sum(batch.active for batch, _ in pool)
         if queue and active <= refill * batch_sentences:
             pool.append(start(batch_sentences - active))
-        _, indices, ended = step_pool(pool)
-        for position, hyps in ended:
-            results[indices[position]] = hyps
+        ended = step_pool(pool)
+        for index, hyps in ended:
+            results[index] = hyps
         if ended and on_batch is not None:
-            on_batch([indices[position] for position, _ in ended])
+            on_batch([index for index, _ in ended])
     return results
 
 
-def step_pool(pool: list[tuple[BeamBatch, list]]) -> tuple[BeamBatch, list, list[tuple[int, list[Hypothesis]]]]:
+def step_pool(pool: list[tuple[BeamBatch, list]]) -> list[tuple[object, list[Hypothesis]]]:
     """One step of a pool of batches, each with its payload (a list aligned with the batch's positions).
 
     Batches merge first: every batch joins the one furthest on when it can (BeamBatch.can_merge: a model that joins
     at any step, or all at one step); otherwise the batches at the least step merge. Then that batch steps; it
-    leaves the pool when done. Returns the batch, its payload and the (position, n-best) of the sentences the step
-    ended.
+    leaves the pool when done. Returns the (payload item, n-best) of the sentences the step ended; their payload
+    items are dropped from the pool (a batch that keeps taking sentences in never ends, and must not keep them).
     """
     furthest = max(pool, key=lambda entry: entry[0].t)
     if all(furthest[0].can_merge(batch) for batch, _ in pool):
@@ -143,7 +143,10 @@ def step_pool(pool: list[tuple[BeamBatch, list]]) -> tuple[BeamBatch, list, list
         batch.merge(other)
         payload.extend(other_payload)
         pool.remove((other, other_payload))
-    ended = batch.step()
+    ended = []
+    for position, hyps in batch.step():
+        ended.append((payload[position], hyps))
+        payload[position] = None
     if batch.done:
         pool.remove(base)
-    return batch, payload, ended
+    return ended

@@ -137,7 +137,7 @@ class BeamBatch:
         self.prev = torch.full((n,), model.bos_id, dtype=torch.long, device=device)
         self.count = torch.zeros(n, dtype=torch.long, device=device)         # [N] |F_s|
         self.nth_best = torch.full((n,), NEG_INF, device=device)             # [N] (kept with a hook's headroom)
-        self.finished = [FinishedSet() for _ in range(n)]                   # by batch position
+        self.finished = {k: FinishedSet() for k in range(n)}                # F_s of the active, by batch position
         self.backoff = BackoffStack(n, settings.nbest, int(self.limits.max()), device)
         self.first_limit = int(self.limits.min())      # no row is at its limit before this step
         self.need_backoff = True                       # some active sentence has an empty F_s
@@ -180,7 +180,7 @@ class BeamBatch:
         self.source_lengths += other.source_lengths
         self.source_width = max(self.source_width, other.source_width)
         self.merged = True
-        self.finished += other.finished
+        self.finished.update({self.size + k: f for k, f in other.finished.items()})
         self.size += other.size
         self.first_limit = min(self.first_limit, other.first_limit + shift)
         self.need_backoff = self.need_backoff or other.need_backoff
@@ -261,7 +261,7 @@ class BeamBatch:
             done_list = done.tolist()
             for s, is_done in enumerate(done_list):
                 if is_done:
-                    ended.append((self.sentence[s], _choose(self.finished[self.sentence[s]], self.backoff, s,
+                    ended.append((self.sentence[s], _choose(self.finished.pop(self.sentence[s]), self.backoff, s,
                                                             self.start[s], settings)))
             keep = (~done).nonzero().squeeze(1)
             renumber = torch.cumsum(~done, dim=0) - 1

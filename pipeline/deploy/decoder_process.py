@@ -89,13 +89,14 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
             continue
         try:
             with torch.inference_mode():
-                _, keys, ended = step_pool(pool)
+                ended = step_pool(pool)
         except Exception as e:  # noqa: BLE001 - fails the pool's sentences, and the worker goes on
-            connection.send(("error", [key for _, batch_keys in pool for key in batch_keys], _picklable(e)))
+            keys = [key for _, batch_keys in pool for key in batch_keys if key is not None]  # (None: answered)
+            connection.send(("error", keys, _picklable(e)))
             pool.clear()
             continue
         if ended:
-            connection.send(("done", [(keys[position], hyps) for position, hyps in ended]))
+            connection.send(("done", ended))
         steps += 1
         if steps % TRIM_EVERY_STEPS == 0:
             trim()

@@ -258,7 +258,8 @@ class DecodingService:
                     pool.append((translator.beam_batch([item for _, _, item in entries], model), entries))
                 self._step(pool)
             except Exception as e:  # a failing batch fails its requests, and the service goes on
-                self._fail([entry for _, batch_entries in pool for entry in batch_entries] + entries, e)
+                held = [entry for _, batch_entries in pool for entry in batch_entries if entry is not None]
+                self._fail(held + entries, e)  # (None: a sentence already answered)
                 pool.clear()
 
     def _fail(self, entries: list[tuple[_Request, int, Prepared]], error: Exception) -> None:
@@ -272,9 +273,8 @@ class DecodingService:
         """One step of the pool (pipeline/decode/batching.py: step_pool)."""
         from pipeline.decode.batching import step_pool
 
-        _, entries, ended = step_pool(pool)
-        for position, hyps in ended:
-            self._ended(entries[position], hyps)
+        for entry, hyps in step_pool(pool):
+            self._ended(entry, hyps)
 
     def _ended(self, entry: tuple[_Request, int, Prepared], hyps: list) -> None:
         """A sentence's n-best list is in: its text goes to its request; or, when its terms were not met, it goes
