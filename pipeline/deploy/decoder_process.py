@@ -7,8 +7,9 @@
     decoder.close()                           # the worker finishes its pool, then exits
 
 On a CPU, one search stepped with two threads is far from twice as fast as with one (small matrix products, and the
-search's own Python between them: 1.34x on this project's machine, docs/RESULTS.md), while two searches in two
-processes, one thread each, are (2.0x). So the server decodes in N such processes, as Marian's server and
+search's own Python between them): 1.42x on this project's machine, against 1.57x for two searches in two
+processes of one thread each (benchmarks/decode_processes.py; docs/RESULTS.md), which also keep the search off the
+server's interpreter. So the server decodes in N such processes, as Marian's server and
 CTranslate2's inter_threads do, each with a pool of its own (pipeline/deploy/service.py shares the sentences
 out). A worker loads the exported system without its PBMT (Translator(decode_only=True)): the sentences come to it
 prepared, with their L, acceptors and terms, and go back as n-best lists; the parent finishes them. Between two
