@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.deploy.translator import Prepared
+from pipeline.deploy.workers import start_worker
 
 __all__ = ["ProcessDecoder"]
 
@@ -59,7 +60,7 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
     import torch
 
     from pipeline.decode.batching import step_pool
-    from pipeline.deploy.signals import ignore_interrupts
+    from pipeline.deploy.workers import ignore_interrupts
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
@@ -115,19 +116,10 @@ class ProcessDecoder:
 
     def start(self) -> None:
         """Starts the worker (again, after it died) and waits until it has loaded the system."""
-        context = multiprocessing.get_context("spawn")
-        ours, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs, str(self.folder), self.threads), name="lmbr-decode",
-                                  daemon=True)
-        process.start()
-        theirs.close()
-        try:
-            ours.recv()  # "ready", or EOF when loading the system failed in the worker
-        except EOFError:
-            process.join(5)
-            raise RuntimeError(f"the decoding process could not load {self.folder} (exit code {process.exitcode})") \
-                from None
-        self._process, self._connection = process, ours
+        process, connection = start_worker(_serve, (str(self.folder), self.threads), "lmbr-decode")
+        if connection is None:
+            raise RuntimeError(f"the decoding process could not load {self.folder} (exit code {process.exitcode})")
+        self._process, self._connection = process, connection
 
     @property
     def exitcode(self) -> int | None:

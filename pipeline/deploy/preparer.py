@@ -21,6 +21,7 @@ from typing import Sequence
 
 from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Prepared
+from pipeline.deploy.workers import start_worker
 
 __all__ = ["ProcessPreparer", "WorkerDied"]
 
@@ -33,7 +34,7 @@ def _serve(connection: Connection, folder: str, batch_lines: int, threads: int) 
     """The worker's loop: (lines, terms, first_line) in, ("ok", prepared, seconds) or ("error", exception) out."""
     import torch
 
-    from pipeline.deploy.signals import ignore_interrupts
+    from pipeline.deploy.workers import ignore_interrupts
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
@@ -69,19 +70,11 @@ class ProcessPreparer:
         self._start()
 
     def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        ours, theirs = context.Pipe()
-        self._process = context.Process(target=_serve, args=(theirs, str(self.folder), self.batch_lines,
-                                                             self.threads), name="lmbr-prepare", daemon=True)
-        self._process.start()
-        theirs.close()
-        self._connection = ours
-        try:
-            ours.recv()  # "ready", or EOF when loading the system failed in the worker
-        except EOFError:
-            self._process.join(5)
+        self._process, self._connection = start_worker(_serve, (str(self.folder), self.batch_lines, self.threads),
+                                                       "lmbr-prepare")
+        if self._connection is None:
             raise WorkerDied(f"the preparing process could not load {self.folder} (exit code "
-                             f"{self._process.exitcode})") from None
+                             f"{self._process.exitcode})")
 
     def prepare_timed(self, lines: Sequence[str], terms: Sequence[Terminology | None] | None,
                       first_line: int) -> tuple[list[Prepared], dict[str, float]]:
