@@ -1,19 +1,10 @@
-"""Translation-task configs and scale profiles: TOML files loaded and validated once.
-
-`configs/tasks/<name>.toml` describes one translation task (languages, data splits, tokenizers, BPE, LM order);
-`configs/profiles/<name>.toml` says how big everything is (tiny, small, paper). Both are read into frozen
-dataclasses; an unknown key, a value of the wrong type or a missing file raises ConfigError naming the file and
-the key.
-"""
+"""Scale profiles (`configs/profiles/<name>.toml`): how big everything is (tiny, small, paper), as frozen
+dataclasses, each with the checks of its own values (`problems`)."""
 from __future__ import annotations
 
 import dataclasses
-import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import ConfigError
@@ -21,100 +12,7 @@ from pipeline.smt.reordering import KINDS as REORDERING_KINDS
 
 #: LMBR gain forms (pipeline/decode/lmbr.py): the paper's L at every step, or each n-gram paid once per hypothesis.
 GAIN_FORMS = ("per_step", "bounded")
-
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-TOKENIZERS = ("moses", "jieba", "mecab")
-CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
-ARCHIVE_FORMATS = ("sgm", "text")
 TRAIN_SOURCES = ("folder", "corpora")  # [data] train_source: the data folder's <pair>/train, or the named corpora
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class LanguageConfig:
-    tokenizer: str  # one of TOKENIZERS
-    truecase: bool  # only where the script has case
-
-
-@dataclass(frozen=True)
-class SplitsConfig:
-    train: str
-    tune: str  # tuning: MERT, the LMBR grid, NMT validation
-    devtest: tuple[str, ...]  # development test sets; the first is the default evaluation set
-    test: str  # the official test set of the paper's table (withheld from shared/data)
-
-
-@dataclass(frozen=True)
-class DownloadConfig:
-    """Where the official files of a split come from when they are not in the data folder."""
-
-    url: str
-    checksum: str  # "<algorithm>:<hex digest>" of the downloaded archive
-    format: str  # "sgm" (WMT SGML, text of <seg> elements) or "text" (one segment a line)
-    files: dict[str, str]  # language -> path of the member inside the archive
-    official: str = ""  # human-readable name of the data set
-
-
-@dataclass(frozen=True)
-class CorpusConfig:
-    """A training corpus by name (pipeline/data/corpora.py): its mtdata id and the checksum of its file."""
-
-    id: str  # mtdata dataset id, <group>-<name>-<version>-<lang1>-<lang2> (`mtdata list -id`)
-    name: str  # human-readable name, for messages and train.sources.tsv
-    checksum: str  # "<algorithm>:<hex digest>" of the fetched file; "" until a first fetch prints its sha256
-
-
-@dataclass(frozen=True)
-class BpeTaskConfig:
-    joint: bool  # one code set for both languages (same script) or one per language
-
-
-@dataclass(frozen=True)
-class LmTaskConfig:
-    order: int
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    name: str
-    description: str
-    source: str
-    target: str
-    pair: str  # folder in the data directory, shared by both directions (de-en serves ger-eng and eng-ger)
-    splits: SplitsConfig
-    languages: dict[str, LanguageConfig]
-    bpe: BpeTaskConfig
-    lm: LmTaskConfig
-    downloads: dict[str, DownloadConfig] = field(default_factory=dict)
-    sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
-    corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
-    train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
-    path: Path = Path()
-
-    def data_for(self, profile: "Profile") -> "DataProfile":
-        """The profile's data settings for this task: its train_pairs capped by this task's [train_pairs] entry for
-        the profile (the profile's own value when no cap applies, so that other tasks' artifacts keep their ids)."""
-        cap = self.train_pairs.get(profile.name, 0)
-        data = profile.data
-        if cap and (data.train_pairs == 0 or data.train_pairs > cap):
-            return dataclasses.replace(data, train_pairs=cap)
-        return data
-
-    def split_names(self) -> tuple[str, ...]:
-        """Every split the config names, train first."""
-        names = [self.splits.train, self.splits.tune, *self.splits.devtest, self.splits.test]
-        return tuple(dict.fromkeys(names))
-
-    def split_key(self, split: str) -> str:
-        """The config key that names `split` (for error messages)."""
-        for key in ("train", "tune", "test"):
-            if getattr(self.splits, key) == split:
-                return f"splits.{key}"
-        if split in self.splits.devtest:
-            return "splits.devtest"
-        raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] "
-                          f"(known: {', '.join(self.split_names())})")
 
 
 @dataclass(frozen=True)
@@ -134,6 +32,14 @@ class DataProfile:
         settings.pop("train_source")
         return settings
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'data.', what is wrong) for every value that is out of range."""
+        found = [(key, "must not be negative") for key in ("train_pairs", "tune_sentences", "eval_sentences",
+                                                           "min_tokens", "max_tokens") if getattr(self, key) < 0]
+        if self.train_source not in TRAIN_SOURCES:
+            found.append(("train_source", f"must be one of {', '.join(TRAIN_SOURCES)}"))
+        return found
+
 
 @dataclass(frozen=True)
 class BpeProfile:
@@ -146,6 +52,12 @@ class LmProfile:
     memory: str  # lmplz -S
     discount_fallback: bool  # lmplz --discount_fallback, needed on tiny corpora
     binary_type: str  # build_binary data structure: probing or trie
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'lm.', what is wrong) for every value that is out of range."""
+        if self.binary_type not in ("probing", "trie"):
+            return [("binary_type", f"must be 'probing' or 'trie', not {self.binary_type!r}")]
+        return []
 
 
 @dataclass(frozen=True)
@@ -168,6 +80,15 @@ class PbmtProfile:
     # "distance" (distance-based distortion alone) or "msd-bidirectional-fe" (plus Moses' lexicalised reordering
     # model: extracted with the phrases, six features tuned by MERT; pipeline/smt/reordering.py)
     reordering: str = "distance"
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'pbmt.', what is wrong) for every value that is out of range."""
+        found = [(key, "must be at least 1") for key in ("max_phrase_length", "stack_limit", "mert_nbest", "workers")
+                 if getattr(self, key) < 1]
+        if self.reordering not in REORDERING_KINDS:
+            found.append(("reordering", f"must be one of {', '.join(map(repr, REORDERING_KINDS))}, "
+                                        f"not {self.reordering!r}"))
+        return found
 
 
 @dataclass(frozen=True)
@@ -351,6 +272,37 @@ class LmbrProfile:
         """The evidence spaces the tuning tries (0: the full lattice): the grid's, or only `nbest`."""
         return tuple(self.grid_nbest) or (self.nbest,)
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(key below 'lmbr.', what is wrong) for every value that is out of range."""
+        checks = (("order", 1 <= self.order <= 4, "must be between 1 and 4"),
+                  ("semiring", self.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
+                  ("engine", self.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
+                  ("nmt_lambda", self.nmt_lambda > 0, "must be positive"),
+                  ("tune_sentences", self.tune_sentences >= 1, "must be at least 1"),
+                  ("grid_lambda", bool(self.grid_lambda) and min(self.grid_lambda) > 0, "must list positive values"),
+                  ("grid_alpha", all(a > 0 for a in self.grid_alpha),
+                   "must list positive values (or none: the lattices' alpha)"),
+                  ("grid_mbr_alpha", all(a > 0 for a in self.grid_mbr_alpha),
+                   "must list positive values (or none: the lattices' alpha)"),
+                  ("gains", self.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
+                  ("patience", self.patience >= 1, "must be at least 1"),
+                  ("race_sentences", list(self.race_sentences) == sorted(set(self.race_sentences)) and
+                   all(0 < n < self.tune_sentences for n in self.race_sentences),
+                   "must list increasing prefixes, each between 0 and tune_sentences"),
+                  ("race_keep", 0 < self.race_keep <= 1, "must be in (0, 1]"),
+                  ("lattice_weight", self.lattice_weight >= 0, "must not be negative"),
+                  ("grid_lattice_weight", all(w >= 0 for w in self.grid_lattice_weight),
+                   "must list values that are not negative (or none: only lattice_weight)"),
+                  ("grid_gains", all(g in GAIN_FORMS for g in self.grid_gains),
+                   f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
+                  ("nbest", self.nbest >= 0, "must not be negative (0: the full lattice)"),
+                  ("grid_nbest", all(n >= 0 for n in self.grid_nbest),
+                   "must list sizes that are not negative (0: the full lattice; none: only nbest)"),
+                  ("max_evidence_states", self.max_evidence_states >= 0, "must not be negative (0: no bound)"),
+                  ("theta_convention", self.theta_convention in ("plain", "scaled"), "must be 'plain' or 'scaled'"),
+                  ("theta_t", self.theta_t > 0, "must be positive"))
+        return [(key, problem) for key, ok, problem in checks if not ok]
+
 
 @dataclass(frozen=True)
 class VariantProfile:
@@ -398,195 +350,9 @@ class Profile:
             raise ConfigError(f"{self.path}: no [variants.{name}] (known: {', '.join(self.variants) or 'none'})")
         return self.variants[name]
 
-
-def available(kind: str, config_dir: Path = CONFIG_DIR) -> list[str]:
-    """Names of the task configs (kind="tasks") or profiles (kind="profiles")."""
-    return sorted(p.stem for p in (config_dir / kind).glob("*.toml"))
-
-
-def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
-    """Load and validate configs/tasks/<name>.toml."""
-    path = _config_path("tasks", name, config_dir)
-    config = _build(TaskConfig, _read_toml(path), path, "")
-    for profile_name, pairs in config.train_pairs.items():
-        if pairs < 1:
-            raise ConfigError(f"{path}: key 'train_pairs.{profile_name}' must be at least 1, not {pairs}")
-    config = dataclasses.replace(config, path=path)
-    _check_task(config)
-    return config
-
-
-def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
-    """Load and validate configs/profiles/<name>.toml."""
-    path = _config_path("profiles", name, config_dir)
-    profile = dataclasses.replace(_build(Profile, _read_toml(path), path, ""), path=path)
-    if profile.name != name:
-        raise ConfigError(f"{path}: key 'name' is {profile.name!r} but the file is named {name!r}")
-    if profile.lm.binary_type not in ("probing", "trie"):
-        raise ConfigError(f"{path}: key 'lm.binary_type' must be 'probing' or 'trie', not {profile.lm.binary_type!r}")
-    for key in ("train_pairs", "tune_sentences", "eval_sentences", "min_tokens", "max_tokens"):
-        if getattr(profile.data, key) < 0:
-            raise ConfigError(f"{path}: key 'data.{key}' must not be negative")
-    if profile.data.train_source not in TRAIN_SOURCES:
-        raise ConfigError(f"{path}: key 'data.train_source' must be one of {', '.join(TRAIN_SOURCES)}")
-    for key in ("max_phrase_length", "stack_limit", "mert_nbest", "workers"):
-        if getattr(profile.pbmt, key) < 1:
-            raise ConfigError(f"{path}: key 'pbmt.{key}' must be at least 1")
-    if profile.pbmt.reordering not in REORDERING_KINDS:
-        raise ConfigError(f"{path}: key 'pbmt.reordering' must be one of {', '.join(map(repr, REORDERING_KINDS))}, "
-                          f"not {profile.pbmt.reordering!r}")
-    for key, problem in profile.nmt.problems():
-        raise ConfigError(f"{path}: key 'nmt.{key}' {problem}")
-    for key, problem in profile.decode.problems():
-        raise ConfigError(f"{path}: key 'decode.{key}' {problem}")
-    for name, variant in profile.variants.items():
-        for key, problem in variant.problems():
-            raise ConfigError(f"{path}: key 'variants.{name}.{key}' {problem}")
-    lmbr = profile.lmbr
-    for key, ok, problem in (("order", 1 <= lmbr.order <= 4, "must be between 1 and 4"),
-                             ("semiring", lmbr.semiring in ("tropical", "log"), "must be 'tropical' or 'log'"),
-                             ("engine", lmbr.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
-                             ("nmt_lambda", lmbr.nmt_lambda > 0, "must be positive"),
-                             ("tune_sentences", lmbr.tune_sentences >= 1, "must be at least 1"),
-                             ("grid_lambda", bool(lmbr.grid_lambda) and min(lmbr.grid_lambda) > 0,
-                              "must list positive values"),
-                             ("grid_alpha", all(a > 0 for a in lmbr.grid_alpha),
-                              "must list positive values (or none: the lattices' alpha)"),
-                             ("grid_mbr_alpha", all(a > 0 for a in lmbr.grid_mbr_alpha),
-                              "must list positive values (or none: the lattices' alpha)"),
-                             ("gains", lmbr.gains in GAIN_FORMS, f"must be one of {', '.join(GAIN_FORMS)}"),
-                             ("patience", lmbr.patience >= 1, "must be at least 1"),
-                             ("race_sentences", list(lmbr.race_sentences) == sorted(set(lmbr.race_sentences)) and
-                              all(0 < n < lmbr.tune_sentences for n in lmbr.race_sentences),
-                              "must list increasing prefixes, each between 0 and tune_sentences"),
-                             ("race_keep", 0 < lmbr.race_keep <= 1, "must be in (0, 1]"),
-                             ("lattice_weight", lmbr.lattice_weight >= 0, "must not be negative"),
-                             ("grid_lattice_weight", all(w >= 0 for w in lmbr.grid_lattice_weight),
-                              "must list values that are not negative (or none: only lattice_weight)"),
-                             ("grid_gains", all(g in GAIN_FORMS for g in lmbr.grid_gains),
-                              f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
-                             ("nbest", lmbr.nbest >= 0, "must not be negative (0: the full lattice)"),
-                             ("grid_nbest", all(n >= 0 for n in lmbr.grid_nbest),
-                              "must list sizes that are not negative (0: the full lattice; none: only nbest)"),
-                             ("max_evidence_states", lmbr.max_evidence_states >= 0,
-                              "must not be negative (0: no bound)"),
-                             ("theta_convention", lmbr.theta_convention in ("plain", "scaled"),
-                              "must be 'plain' or 'scaled'"),
-                             ("theta_t", lmbr.theta_t > 0, "must be positive")):
-        if not ok:
-            raise ConfigError(f"{path}: key 'lmbr.{key}' {problem}")
-    return profile
-
-
-def _config_path(kind: str, name: str, config_dir: Path) -> Path:
-    path = config_dir / kind / f"{name}.toml"
-    if not path.is_file():
-        known = ", ".join(available(kind, config_dir)) or "none"
-        raise ConfigError(f"{path}: no such config file (known {kind}: {known})")
-    return path
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from e
-
-
-def _check_task(config: TaskConfig) -> None:
-    path = config.path
-    if config.path.stem != config.name:
-        raise ConfigError(f"{path}: key 'name' is {config.name!r} but the file is named {path.stem!r}")
-    for lang in (config.source, config.target):
-        if lang not in config.languages:
-            raise ConfigError(f"{path}: key 'languages.{lang}' is missing (needed for the {lang!r} side)")
-    for lang, language in config.languages.items():
-        if language.tokenizer not in TOKENIZERS:
-            raise ConfigError(
-                f"{path}: key 'languages.{lang}.tokenizer' is {language.tokenizer!r} (known: {', '.join(TOKENIZERS)})"
-            )
-    if not config.splits.devtest:
-        raise ConfigError(f"{path}: key 'splits.devtest' must name at least one development test set")
-    if config.lm.order < 1:
-        raise ConfigError(f"{path}: key 'lm.order' must be at least 1")
-    for split, download in config.downloads.items():
-        key = f"downloads.{split}"
-        algorithm, _, digest = download.checksum.partition(":")
-        if algorithm not in CHECKSUM_ALGORITHMS or not digest:
-            raise ConfigError(f"{path}: key '{key}.checksum' must be '<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
-        if download.format not in ARCHIVE_FORMATS:
-            raise ConfigError(f"{path}: key '{key}.format' must be one of {', '.join(ARCHIVE_FORMATS)}")
-        missing = {config.source, config.target} - set(download.files)
-        if missing:
-            raise ConfigError(f"{path}: key '{key}.files' lacks the language(s) {', '.join(sorted(missing))}")
-    _check_named_data(config)
-
-
-def _check_named_data(config: TaskConfig) -> None:
-    """[sacrebleu] names test sets sacrebleu has for the task's direction, each split fetched one way only;
-    [[corpora]] lists distinct ids with checksums of the right form."""
-    path, langpair = config.path, f"{config.source}-{config.target}"
-    if config.sacrebleu:
-        from sacrebleu.dataset import DATASETS
-
-        for split, name in config.sacrebleu.items():
-            config.split_key(split)  # a split named in [splits]
-            if split in config.downloads:
-                raise ConfigError(f"{path}: split {split!r} is in both [sacrebleu] and [downloads]: keep one")
-            if name not in DATASETS or langpair not in DATASETS[name].langpairs:
-                raise ConfigError(f"{path}: key 'sacrebleu.{split}': sacrebleu has no test set {name!r} for {langpair}")
-    seen = set()
-    for i, corpus in enumerate(config.corpora):
-        algorithm, _, digest = corpus.checksum.partition(":")
-        if corpus.checksum and (algorithm not in CHECKSUM_ALGORITHMS or not digest):
-            raise ConfigError(f"{path}: key 'corpora[{i}].checksum' must be '' (not known yet) or "
-                              f"'<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
-        if corpus.id in seen:
-            raise ConfigError(f"{path}: key 'corpora[{i}].id': {corpus.id} is listed twice")
-        seen.add(corpus.id)
-
-
-def _build(cls: type[T], raw: Any, path: Path, prefix: str) -> T:
-    """Build dataclass `cls` from a TOML table, checking keys and types."""
-    where = prefix.rstrip(".") or "top level"
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: key '{where}' must be a table")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "path"}
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown key '{prefix}{unknown[0]}' (known at {where}: {', '.join(sorted(fields))})"
-        )
-    values = {}
-    for name, f in fields.items():
-        if name not in raw:
-            has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-            if not has_default:
-                raise ConfigError(f"{path}: missing key '{prefix}{name}'")
-            continue
-        values[name] = _convert(hints[name], raw[name], path, f"{prefix}{name}")
-    return cls(**values)
-
-
-def _convert(hint: Any, value: Any, path: Path, key: str) -> Any:
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value, path, key + ".")
-    if origin is dict:
-        _, value_type = typing.get_args(hint)
-        if not isinstance(value, dict):
-            raise ConfigError(f"{path}: key '{key}' must be a table, not {type(value).__name__}")
-        return {k: _convert(value_type, v, path, f"{key}.{k}") for k, v in value.items()}
-    if origin is tuple:
-        (item_type, _) = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise ConfigError(f"{path}: key '{key}' must be a list, not {type(value).__name__}")
-        return tuple(_convert(item_type, v, path, f"{key}[{i}]") for i, v in enumerate(value))
-    if origin in (typing.Union, types.UnionType):
-        raise TypeError(f"unsupported config type {hint} for {key}")
-    expected = (int, float) if hint is float else hint
-    if isinstance(value, bool) and hint is not bool or not isinstance(value, expected):
-        raise ConfigError(f"{path}: key '{key}' must be {hint.__name__}, not {type(value).__name__} ({value!r})")
-    return float(value) if hint is float else value
+    def problems(self) -> list[tuple[str, str]]:
+        """(full key, what is wrong) for every value that is out of range, section by section."""
+        sections = [("lm", self.lm), ("data", self.data), ("pbmt", self.pbmt), ("nmt", self.nmt),
+                    ("decode", self.decode), *((f"variants.{name}", v) for name, v in self.variants.items()),
+                    ("lmbr", self.lmbr)]
+        return [(f"{prefix}.{key}", problem) for prefix, section in sections for key, problem in section.problems()]

@@ -1,0 +1,65 @@
+"""Translation-task configs and scale profiles: TOML files loaded and validated once.
+
+`configs/tasks/<name>.toml` describes one translation task (languages, data splits, tokenizers, BPE, LM order;
+task_settings.py); `configs/profiles/<name>.toml` says how big everything is (tiny, small, paper;
+profile_settings.py). Both are read into frozen dataclasses (toml_tables.py); an unknown key, a value of the wrong
+type or out of range, or a missing file raises ConfigError naming the file and the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from pipeline.config.profile_settings import (GAIN_FORMS, PRECISIONS, TRAIN_SOURCES, BpeProfile, DataProfile,
+                                              DecodeProfile, GruProfile, LmbrProfile, LmProfile, NmtProfile,
+                                              NmtTrainingProfile, PbmtProfile, Profile, TransformerProfile,
+                                              VariantProfile)
+from pipeline.config.task_settings import (ARCHIVE_FORMATS, CHECKSUM_ALGORITHMS, TOKENIZERS, BpeTaskConfig,
+                                           CorpusConfig, DownloadConfig, LanguageConfig, LmTaskConfig, SplitsConfig,
+                                           TaskConfig, check_task)
+from pipeline.config.toml_tables import build_dataclass, read_toml
+from pipeline.errors import ConfigError
+
+__all__ = ["ARCHIVE_FORMATS", "CHECKSUM_ALGORITHMS", "CONFIG_DIR", "GAIN_FORMS", "PRECISIONS", "TOKENIZERS",
+           "TRAIN_SOURCES", "BpeProfile", "BpeTaskConfig", "CorpusConfig", "DataProfile", "DecodeProfile",
+           "DownloadConfig", "GruProfile", "LanguageConfig", "LmProfile", "LmTaskConfig", "LmbrProfile", "NmtProfile",
+           "NmtTrainingProfile", "PbmtProfile", "Profile", "SplitsConfig", "TaskConfig", "TransformerProfile",
+           "VariantProfile", "available", "load_profile", "load_task"]
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "configs"
+
+
+def available(kind: str, config_dir: Path = CONFIG_DIR) -> list[str]:
+    """Names of the task configs (kind="tasks") or profiles (kind="profiles")."""
+    return sorted(p.stem for p in (config_dir / kind).glob("*.toml"))
+
+
+def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
+    """Load and validate configs/tasks/<name>.toml."""
+    path = _config_path("tasks", name, config_dir)
+    config = build_dataclass(TaskConfig, read_toml(path), path, "")
+    for profile_name, pairs in config.train_pairs.items():
+        if pairs < 1:
+            raise ConfigError(f"{path}: key 'train_pairs.{profile_name}' must be at least 1, not {pairs}")
+    config = dataclasses.replace(config, path=path)
+    check_task(config)
+    return config
+
+
+def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
+    """Load and validate configs/profiles/<name>.toml."""
+    path = _config_path("profiles", name, config_dir)
+    profile = dataclasses.replace(build_dataclass(Profile, read_toml(path), path, ""), path=path)
+    if profile.name != name:
+        raise ConfigError(f"{path}: key 'name' is {profile.name!r} but the file is named {name!r}")
+    for key, problem in profile.problems():
+        raise ConfigError(f"{path}: key '{key}' {problem}")
+    return profile
+
+
+def _config_path(kind: str, name: str, config_dir: Path) -> Path:
+    path = config_dir / kind / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(available(kind, config_dir)) or "none"
+        raise ConfigError(f"{path}: no such config file (known {kind}: {known})")
+    return path

@@ -1,0 +1,158 @@
+"""Translation-task configs (`configs/tasks/<name>.toml`): languages, data splits, tokenizers, BPE and LM order,
+as frozen dataclasses, and the checks that need more than one key."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pipeline.config.profile_settings import DataProfile, Profile
+
+TOKENIZERS = ("moses", "jieba", "mecab")
+CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
+ARCHIVE_FORMATS = ("sgm", "text")
+
+
+@dataclass(frozen=True)
+class LanguageConfig:
+    tokenizer: str  # one of TOKENIZERS
+    truecase: bool  # only where the script has case
+
+
+@dataclass(frozen=True)
+class SplitsConfig:
+    train: str
+    tune: str  # tuning: MERT, the LMBR grid, NMT validation
+    devtest: tuple[str, ...]  # development test sets; the first is the default evaluation set
+    test: str  # the official test set of the paper's table (withheld from shared/data)
+
+
+@dataclass(frozen=True)
+class DownloadConfig:
+    """Where the official files of a split come from when they are not in the data folder."""
+
+    url: str
+    checksum: str  # "<algorithm>:<hex digest>" of the downloaded archive
+    format: str  # "sgm" (WMT SGML, text of <seg> elements) or "text" (one segment a line)
+    files: dict[str, str]  # language -> path of the member inside the archive
+    official: str = ""  # human-readable name of the data set
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """A training corpus by name (pipeline/data/corpora.py): its mtdata id and the checksum of its file."""
+
+    id: str  # mtdata dataset id, <group>-<name>-<version>-<lang1>-<lang2> (`mtdata list -id`)
+    name: str  # human-readable name, for messages and train.sources.tsv
+    checksum: str  # "<algorithm>:<hex digest>" of the fetched file; "" until a first fetch prints its sha256
+
+
+@dataclass(frozen=True)
+class BpeTaskConfig:
+    joint: bool  # one code set for both languages (same script) or one per language
+
+
+@dataclass(frozen=True)
+class LmTaskConfig:
+    order: int
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    name: str
+    description: str
+    source: str
+    target: str
+    pair: str  # folder in the data directory, shared by both directions (de-en serves ger-eng and eng-ger)
+    splits: SplitsConfig
+    languages: dict[str, LanguageConfig]
+    bpe: BpeTaskConfig
+    lm: LmTaskConfig
+    downloads: dict[str, DownloadConfig] = field(default_factory=dict)
+    sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
+    corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
+    train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
+    path: Path = Path()
+
+    def data_for(self, profile: "Profile") -> "DataProfile":
+        """The profile's data settings for this task: its train_pairs capped by this task's [train_pairs] entry for
+        the profile (the profile's own value when no cap applies, so that other tasks' artifacts keep their ids)."""
+        cap = self.train_pairs.get(profile.name, 0)
+        data = profile.data
+        if cap and (data.train_pairs == 0 or data.train_pairs > cap):
+            return dataclasses.replace(data, train_pairs=cap)
+        return data
+
+    def split_names(self) -> tuple[str, ...]:
+        """Every split the config names, train first."""
+        names = [self.splits.train, self.splits.tune, *self.splits.devtest, self.splits.test]
+        return tuple(dict.fromkeys(names))
+
+    def split_key(self, split: str) -> str:
+        """The config key that names `split` (for error messages)."""
+        for key in ("train", "tune", "test"):
+            if getattr(self.splits, key) == split:
+                return f"splits.{key}"
+        if split in self.splits.devtest:
+            return "splits.devtest"
+        raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] "
+                          f"(known: {', '.join(self.split_names())})")
+
+
+
+def check_task(config: TaskConfig) -> None:
+    """Checks across keys: names, languages, tokenizers, splits, downloads, [sacrebleu] and [[corpora]]."""
+    path = config.path
+    if config.path.stem != config.name:
+        raise ConfigError(f"{path}: key 'name' is {config.name!r} but the file is named {path.stem!r}")
+    for lang in (config.source, config.target):
+        if lang not in config.languages:
+            raise ConfigError(f"{path}: key 'languages.{lang}' is missing (needed for the {lang!r} side)")
+    for lang, language in config.languages.items():
+        if language.tokenizer not in TOKENIZERS:
+            raise ConfigError(
+                f"{path}: key 'languages.{lang}.tokenizer' is {language.tokenizer!r} (known: {', '.join(TOKENIZERS)})"
+            )
+    if not config.splits.devtest:
+        raise ConfigError(f"{path}: key 'splits.devtest' must name at least one development test set")
+    if config.lm.order < 1:
+        raise ConfigError(f"{path}: key 'lm.order' must be at least 1")
+    for split, download in config.downloads.items():
+        key = f"downloads.{split}"
+        algorithm, _, digest = download.checksum.partition(":")
+        if algorithm not in CHECKSUM_ALGORITHMS or not digest:
+            raise ConfigError(f"{path}: key '{key}.checksum' must be '<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
+        if download.format not in ARCHIVE_FORMATS:
+            raise ConfigError(f"{path}: key '{key}.format' must be one of {', '.join(ARCHIVE_FORMATS)}")
+        missing = {config.source, config.target} - set(download.files)
+        if missing:
+            raise ConfigError(f"{path}: key '{key}.files' lacks the language(s) {', '.join(sorted(missing))}")
+    check_named_data(config)
+
+
+def check_named_data(config: TaskConfig) -> None:
+    """[sacrebleu] names test sets sacrebleu has for the task's direction, each split fetched one way only;
+    [[corpora]] lists distinct ids with checksums of the right form."""
+    path, langpair = config.path, f"{config.source}-{config.target}"
+    if config.sacrebleu:
+        from sacrebleu.dataset import DATASETS
+
+        for split, name in config.sacrebleu.items():
+            config.split_key(split)  # a split named in [splits]
+            if split in config.downloads:
+                raise ConfigError(f"{path}: split {split!r} is in both [sacrebleu] and [downloads]: keep one")
+            if name not in DATASETS or langpair not in DATASETS[name].langpairs:
+                raise ConfigError(f"{path}: key 'sacrebleu.{split}': sacrebleu has no test set {name!r} for {langpair}")
+    seen = set()
+    for i, corpus in enumerate(config.corpora):
+        algorithm, _, digest = corpus.checksum.partition(":")
+        if corpus.checksum and (algorithm not in CHECKSUM_ALGORITHMS or not digest):
+            raise ConfigError(f"{path}: key 'corpora[{i}].checksum' must be '' (not known yet) or "
+                              f"'<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
+        if corpus.id in seen:
+            raise ConfigError(f"{path}: key 'corpora[{i}].id': {corpus.id} is listed twice")
+        seen.add(corpus.id)
