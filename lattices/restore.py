@@ -7,17 +7,27 @@ that the PBMT passed through untranslated (a name, a number, a word without a ph
 can be found exactly: the cheapest word path whose units are that string, by dynamic programming over pairs
 (lattice state, units read so far) in topological order. ``<s>``, ``</s>`` and epsilon arcs read no unit (the
 acceptors drop ``<s>`` and ``</s>``, lattices/acceptor.py).
+
+The unconstrained LMBR systems (LNMT, LTNMT) write the same chains: L's n-grams come from the lattice's words in
+units, so the search copies a passed-through word as the units L rewards, ``<unk>`` included. Their outputs are not
+lattice paths, but each such word still spells, unit for unit, a word of the lattice: `restore_unknown_words` puts
+the lattice's word back wherever an output word (its units from a word start to a word end) spells one. Words
+whose units are the same (two names of one unknown script, each all ``<unk>``) are taken in the order in which the
+lattice first reaches them, which is the order the PBMT translated them in.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from lattices.lattice import Lattice
 from lattices.units import TokenMapper
+from pipeline.text.bpe import SEPARATOR, merge_bpe
 from pipeline.vocab import BOS, EOS, UNK
 
-__all__ = ["WordRestorer", "restore_words"]
+__all__ = ["WordRestorer", "restore_unknown_words", "restore_words", "unknown_word_spellings"]
 
 
 def restore_words(lattice: Lattice, mapper: TokenMapper, units: Sequence[int]) -> list[str] | None:
@@ -61,6 +71,59 @@ def restore_words(lattice: Lattice, mapper: TokenMapper, units: Sequence[int]) -
     return words[::-1]
 
 
+def unknown_word_spellings(lattice: Lattice, mapper: TokenMapper) -> dict[tuple[int, ...], list[str]]:
+    """The lattice's words whose units hold ``<unk>``, by their units; the words of one spelling in the order of
+    the first state (topological) with an arc that writes them."""
+    if lattice.symbols is None:
+        return {}
+    spellings: dict[tuple[int, ...], list[str]] = {}
+    seen: set[int] = set()
+    for label in lattice.label[np.argsort(lattice.src, kind="stable")].tolist():
+        if not label or label in seen:
+            continue
+        seen.add(label)
+        word = lattice.symbols.get(label)
+        if word is None or word in (BOS, EOS):
+            continue
+        ids = mapper.ids(word)
+        if mapper.vocab.unk_id in ids:
+            spellings.setdefault(ids, []).append(word)
+    return spellings
+
+
+def restore_unknown_words(lattice: Lattice, mapper: TokenMapper, pieces: Sequence[str]) -> list[str] | None:
+    """The words of an output's BPE `pieces`, where each run of units that starts a word and spells a lattice word
+    holding ``<unk>`` (the longest such run) is that lattice word; None when there is no such run. The k-th run of
+    one spelling takes the k-th of its words (unknown_word_spellings; cycling when the output repeats it more
+    often)."""
+    if UNK not in pieces:
+        return None
+    spellings = unknown_word_spellings(lattice, mapper)
+    if not spellings:
+        return None
+    ids = mapper.vocab.encode(list(pieces))
+    lengths = sorted({len(spelling) for spelling in spellings}, reverse=True)
+    taken = dict.fromkeys(spellings, 0)
+    words: list[str] = []
+    word: list[str] = []  # the pieces of the word being read
+    position = 0
+    while position < len(pieces):
+        spelling = None if word else next((key for n in lengths
+                                           if (key := tuple(ids[position:position + n])) in spellings), None)
+        if spelling is not None:
+            choices = spellings[spelling]
+            words.append(choices[taken[spelling] % len(choices)])
+            taken[spelling] += 1
+            position += len(spelling)
+            continue
+        word.append(pieces[position])
+        position += 1
+        if not word[-1].endswith(SEPARATOR):
+            words += merge_bpe(word)
+            word = []
+    return words + merge_bpe(word) if any(taken.values()) else None
+
+
 class WordRestorer:
     """The words of a split's outputs from its word lattices (``<dir>/<i>.fst``, sentence i = line i)."""
 
@@ -69,20 +132,32 @@ class WordRestorer:
 
     def words(self, sentence: int, units: Sequence[int]) -> list[str] | None:
         """The words of `units` in sentence's lattice (None: no lattice, or no path spells them)."""
+        lattice = self.lattice(sentence)
+        return restore_words(lattice, self.mapper, units) if lattice is not None else None
+
+    def lattice(self, sentence: int) -> Lattice | None:
+        """The sentence's word lattice (None: there is none)."""
         from lattices.fst_io import read_lattice
 
         path = self.lattice_dir / f"{sentence}.fst"
-        return restore_words(read_lattice(path), self.mapper, units) if path.exists() else None
+        return read_lattice(path) if path.exists() else None
 
     def restore(self, sentences: Sequence[int], subwords: Sequence[str], texts: Sequence[str],
-                postprocess: Callable[[list[str]], str]) -> tuple[list[str], list[int]]:
-        """`texts` with each output whose subwords hold ``<unk>`` replaced by postprocess(its lattice words), and
-        the positions so restored. Output k is sentence sentences[k]; an output no path spells stays as it is."""
+                postprocess: Callable[[list[str]], str], paths: bool = True) -> tuple[list[str], list[int]]:
+        """`texts` with each output whose subwords hold ``<unk>`` replaced by postprocess(its words), and the
+        positions so restored. Output k is sentence sentences[k]. `paths`: the outputs are lattice strings (the
+        constrained systems), whose words are the cheapest path that spells them; an output no path spells stays
+        as it is. Otherwise (unconstrained LMBR) each output word that spells a lattice word with ``<unk>`` is that
+        word (restore_unknown_words)."""
         restored, changed = list(texts), []
         for k, (sentence, pieces) in enumerate(zip(sentences, subwords)):
             if UNK not in pieces.split():
                 continue
-            words = self.words(sentence, self.mapper.vocab.encode(pieces.split()))
+            if paths:
+                words = self.words(sentence, self.mapper.vocab.encode(pieces.split()))
+            else:
+                lattice = self.lattice(sentence)
+                words = None if lattice is None else restore_unknown_words(lattice, self.mapper, pieces.split())
             if words is not None:
                 restored[k] = postprocess(words)
                 changed.append(k)

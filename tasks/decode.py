@@ -69,6 +69,10 @@ class DecodeNMT(VariantTask):
             from tasks.lattices import BuildLMatrix
 
             required["lmatrix"] = self.clone(BuildLMatrix)
+            if not self.constrained:  # the words of <unk> outputs from the lattice
+                from tasks.lattices import restorer_inputs
+
+                required["words"] = restorer_inputs(self)
             if self.profile_config.lmbr.tune:
                 from tasks.lattices import lmatrix_for
                 from tasks.tuning import TuneLMBR, nbest_choices
@@ -213,6 +217,12 @@ class DecodeNMT(VariantTask):
         if self.constrained:  # outputs with <unk>: their words from the lattice path they follow
             texts, restored = inputs["acceptors"].word_restorer().restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False))
+        elif self.lmbr:  # the words L wrote as <unk>, from the lattice
+            from tasks.lattices import word_restorer
+
+            texts, restored = word_restorer(inputs["words"], target).restore(
+                range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False),
+                paths=False)
         write_lines(out / f"translation.{target}", texts)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
@@ -221,6 +231,7 @@ class DecodeNMT(VariantTask):
         if self.constrained:
             stats["lattice_weight"] = self.lattice_weight()
             stats["unconstrained_lines"] = sorted(unconstrained)
+        if self.constrained or self.lmbr:
             stats["restored_lines"] = [first + k + 1 for k in restored]
         stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
                             "nmt_decode": stats["timings"]["nmt_decode"],
@@ -273,16 +284,18 @@ class DecodeLNMT(DecodeNMT):
     """LNMT: the FNMT ensemble with LMBR (the L matrices of the split's PBMT lattices)."""
 
     system, models, lmbr = "LNMT", "FNMT", True
-    version = 4  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
-    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>)
+    version = 5  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>); 5: the words of <unk>
+    # from the lattice
 
 
 class DecodeLTNMT(DecodeNMT):
     """LTNMT: the TNMT model with LMBR."""
 
     system, models, lmbr = "LTNMT", "TNMT", True
-    version = 4  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
-    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>)
+    version = 5  # 2: under bounded gains the search goes on while a live row can still beat the finished ones; 3:
+    # or up to patience x B finished; 4: BOS is never an output (L paid the unigram <s>); 5: the words of <unk>
+    # from the lattice
 
 
 class DecodeFNMTLattice(DecodeNMT):

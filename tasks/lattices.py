@@ -148,7 +148,7 @@ class BuildAcceptors(VariantTask):
     sentences = luigi.IntParameter(default=0, description="the first N sentences of the split (0: all)")
 
     def requires(self) -> dict[str, PipelineTask]:
-        return {"lattices": self.clone(DecodePBMT), "codes": self.clone(LearnBPE), "vocab": self.clone(BuildVocab)}
+        return restorer_inputs(self)
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
@@ -179,7 +179,18 @@ class BuildAcceptors(VariantTask):
 
     def word_restorer(self) -> WordRestorer:
         """The words of the acceptors' strings, from the split's word lattices (lattices/restore.py)."""
-        inputs, target = self.requires(), self.config.target
-        mapper = TokenMapper.from_files(inputs["codes"].artifact_dir() / f"codes.{target}",
-                                        inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
-        return WordRestorer(inputs["lattices"].artifact_dir() / "lattices", mapper)
+        return word_restorer(self.requires(), self.config.target)
+
+
+def restorer_inputs(task: PipelineTask, **overrides: Any) -> dict[str, PipelineTask]:
+    """What a WordRestorer of the task's split (or of `overrides`' split) reads: the PBMT's word lattices, the
+    target side's BPE codes and vocabulary."""
+    return {"lattices": task.clone(DecodePBMT, **overrides), "codes": task.clone(LearnBPE),
+            "vocab": task.clone(BuildVocab)}
+
+
+def word_restorer(inputs: dict[str, PipelineTask], target: str) -> WordRestorer:
+    """The WordRestorer of restorer_inputs' built artifacts (lattices/restore.py)."""
+    mapper = TokenMapper.from_files(inputs["codes"].artifact_dir() / f"codes.{target}",
+                                    inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
+    return WordRestorer(inputs["lattices"].artifact_dir() / "lattices", mapper)

@@ -31,7 +31,7 @@ from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import BuildAcceptors, lmatrix_for
+from tasks.lattices import BuildAcceptors, lmatrix_for, restorer_inputs, word_restorer
 from tasks.nmt import NMTSystem
 
 
@@ -46,8 +46,9 @@ class TuneLMBR(PipelineTask):
     set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
     stage = "lmbr-tuning"
-    version = 4  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win;
-    # 3: ... up to patience x B finished; 4: BOS is never an output of LMBR decoding
+    version = 5  # 2: p and r tuned after lambda (two stages); bounded gains search on while a live row can win;
+    # 3: ... up to patience x B finished; 4: BOS is never an output of LMBR decoding; 5: outputs scored with the
+    # words of <unk> from the lattice
     parallel, memory_mb = True, 3000
     models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
 
@@ -60,7 +61,7 @@ class TuneLMBR(PipelineTask):
                 "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, split=tune, sentences=lmbr.tune_sentences)
                             for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbest_choices(lmbr)},
                 "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
-                "truecaser": self.clone(TrainTruecaser)}
+                "truecaser": self.clone(TrainTruecaser), "words": restorer_inputs(self, split=tune)}
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
@@ -83,6 +84,7 @@ class TuneLMBR(PipelineTask):
         stores = {evidence: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                   for evidence, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
+        restorer = word_restorer(inputs["words"], target)  # DecodeLNMT's words of <unk>, as in its outputs
 
         def translate(point: GridPoint, span: range) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
@@ -92,9 +94,10 @@ class TuneLMBR(PipelineTask):
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
                                       max_length_b=decode.max_length_b, weight=point.nmt_lambda,
                                       patience=lmbr.patience)
-            return translate_lines(lines[span.start:span.stop], models, settings, processor, source=None,
-                                   batch_sentences=decode.batch_sentences, sort=decode.sort,
-                                   hook_factory=factory).text
+            result = translate_lines(lines[span.start:span.stop], models, settings, processor, source=None,
+                                     batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=factory)
+            return restorer.restore(span, result.bpe, result.text,
+                                    lambda words: processor.postprocess(words, subword=False), paths=False)[0]
 
         best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
                                             lmbr.alphas(self.profile_config.pbmt.alpha), lmbr.gain_forms(),

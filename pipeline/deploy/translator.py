@@ -68,7 +68,7 @@ class Prepared:
     pbmt: str | None = None      # the PBMT system's translation
     lmatrix: Any = None          # LMatrix (LMBR systems)
     acceptor: Any = None         # Acceptor (-lat systems)
-    lattice: Any = None          # the word Lattice (-lat systems: restoring <unk> words)
+    lattice: Any = None          # the word Lattice (-lat and LMBR systems: restoring <unk> words)
     terms: list[tuple[Term, list[int]]] = field(default_factory=list)  # terms to meet, with their target ids
     forced: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)  # PBMT: span -> target words
 
@@ -316,8 +316,8 @@ class Translator:
         codes, vocab = self.system.path(f"text/codes.{self.system.target}"), \
             self.system.path(f"text/vocab.{self.system.target}.json")
         if kind.lmbr:
-            for item, matrix in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz")):
-                item.lmatrix = matrix
+            for item, matrix, path in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz"), paths):
+                item.lmatrix, item.lattice = matrix, read_lattice(path)
         # acceptors: every sentence of a -lat system; the sentences with forced terms of an LMBR system
         steered = [k for k, item in enumerate(prepared) if kind.constrained or (kind.lmbr and item.forced)]
         if steered:
@@ -327,7 +327,9 @@ class Translator:
                                  lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
             acceptors = load_acceptors([tmp / "acceptors.npz"])
             for k in steered:
-                prepared[k].acceptor, prepared[k].lattice = acceptors.get(k), read_lattice(paths[k])
+                prepared[k].acceptor = acceptors.get(k)
+                if prepared[k].lattice is None:
+                    prepared[k].lattice = read_lattice(paths[k])
         self._tick("posteriors", clock)
 
     def _lmatrices(self, paths: list[Path], codes: Path, vocab: Path, shard: Path) -> list:
@@ -391,14 +393,17 @@ class Translator:
 
     def finish(self, item: Prepared, hypotheses: list) -> str:
         """The detokenized text of a sentence's best hypothesis ("" when there is none)."""
-        from lattices.restore import restore_words
+        from lattices.restore import restore_unknown_words, restore_words
         from pipeline.vocab import UNK
 
         if not hypotheses:
             return ""
         pieces = self.models.tgt_vocab.decode(hypotheses[0].tokens)
         if item.lattice is not None and UNK in pieces:
-            words = restore_words(item.lattice, self.mapper, self.mapper.vocab.encode(pieces))
+            if self.system.kind.constrained or item.acceptor is not None:  # a lattice string: its cheapest path
+                words = restore_words(item.lattice, self.mapper, self.mapper.vocab.encode(pieces))
+            else:  # unconstrained LMBR: the words L wrote as <unk> (as DecodeLNMT does)
+                words = restore_unknown_words(item.lattice, self.mapper, pieces)
             if words is not None:
                 return self.target.postprocess(words, subword=False)
         return self.target.postprocess(list(pieces))
