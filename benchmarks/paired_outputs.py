@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         if len(hypotheses) != len(references):
             p.error(f"{name}: {len(hypotheses)} lines but {len(references)} references")
         bleu = corpus_bleu(hypotheses, references, args.lang)
-        rows.append({"output": name, "bleu": round(bleu.score, 2), "length_ratio": round(bleu.sys_len / bleu.ref_len, 3),
+        rows.append({"output": name, "bleu": round(bleu.score, 2),
+                     "length_ratio": round(bleu.sys_len / bleu.ref_len, 3),
                      "unk_lines": sum(UNK in line for line in hypotheses)})
     tests = paired_bootstrap(named[0], named[1:], references, args.lang, args.samples)
     for row in rows:

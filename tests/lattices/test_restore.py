@@ -54,7 +54,8 @@ def test_the_words_are_the_cheapest_path_that_spells_the_units(seed):
     assert restore_words(lattice, m, (m.vocab.id("house"),) * 6) is None  # no path spells it
 
 
-def test_unknown_words_come_back_from_the_lattice_and_texts_without_unk_stay(tmp_path):
+def write_word_lattice(folder, arcs: list[tuple[int, int, str, float]]) -> None:
+    """folder/lattices/0.fst: a word lattice in the lattice format (its symbol table), start 0, the last state final."""
     import pynini
 
     from lattices.fst_io import symbol_table  # the lattice format's table: <eps>, <s>, </s>, words
@@ -62,16 +63,20 @@ def test_unknown_words_come_back_from_the_lattice_and_texts_without_unk_stay(tmp
     table = symbol_table(WORDS)
     ids = {table.find(i): i for i in range(table.num_symbols())}
     fst = pynini.Fst()
-    fst.add_states(6)
+    fst.add_states(max(d for _, d, _, _ in arcs) + 1)
     fst.set_start(0)
-    for s, d, word, cost in [(0, 1, "<s>", 0.0), (1, 2, "Meyer", 1.0), (1, 2, "Schulz", 0.5), (2, 3, "big", 0.0),
-                             (3, 4, "house", 0.0), (4, 5, "</s>", 0.0)]:
+    for s, d, word, cost in arcs:
         fst.add_arc(s, pynini.Arc(ids[word], ids[word], pynini.Weight("tropical", cost), d))
-    fst.set_final(5)
+    fst.set_final(fst.num_states() - 1)
     fst.set_input_symbols(table)
     fst.set_output_symbols(table)
-    (tmp_path / "lattices").mkdir()
-    fst.write(str(tmp_path / "lattices" / "0.fst"))
+    (folder / "lattices").mkdir()
+    fst.write(str(folder / "lattices" / "0.fst"))
+
+
+def test_unknown_words_come_back_from_the_lattice_and_texts_without_unk_stay(tmp_path):
+    write_word_lattice(tmp_path, [(0, 1, "<s>", 0.0), (1, 2, "Meyer", 1.0), (1, 2, "Schulz", 0.5),
+                                  (2, 3, "big", 0.0), (3, 4, "house", 0.0), (4, 5, "</s>", 0.0)])
     restorer = WordRestorer(tmp_path / "lattices", mapper())
     texts, changed = restorer.restore([0, 0, 1], ["<unk> big house", "big house", "<unk> house"],
                                       ["<unk> big house", "big house", "<unk> house"], " ".join)
@@ -133,23 +138,8 @@ def test_unconstrained_outputs_get_the_lattice_word_of_each_unknown_spelling():
 
 
 def test_the_restorer_of_unconstrained_outputs_takes_words_in_lattice_order(tmp_path):
-    import pynini
-
-    from lattices.fst_io import symbol_table
-
-    table = symbol_table(WORDS)
-    ids = {table.find(i): i for i in range(table.num_symbols())}
-    fst = pynini.Fst()
-    fst.add_states(7)
-    fst.set_start(0)
-    for s, d, word, cost in [(0, 1, "<s>", 0.0), (1, 2, "Meyer", 1.0), (1, 2, "Schulz", 0.5), (2, 3, "big", 0.0),
-                             (3, 4, "house", 0.0), (4, 5, "42", 0.0), (5, 6, "</s>", 0.0)]:
-        fst.add_arc(s, pynini.Arc(ids[word], ids[word], pynini.Weight("tropical", cost), d))
-    fst.set_final(6)
-    fst.set_input_symbols(table)
-    fst.set_output_symbols(table)
-    (tmp_path / "lattices").mkdir()
-    fst.write(str(tmp_path / "lattices" / "0.fst"))
+    write_word_lattice(tmp_path, [(0, 1, "<s>", 0.0), (1, 2, "Meyer", 1.0), (1, 2, "Schulz", 0.5),
+                                  (2, 3, "big", 0.0), (3, 4, "house", 0.0), (4, 5, "42", 0.0), (5, 6, "</s>", 0.0)])
     restorer = WordRestorer(tmp_path / "lattices", mapper())
     outputs = ["<unk> big house", "house <unk> <unk> <unk>", "big house", "<unk> house"]
     texts, changed = restorer.restore([0, 0, 0, 1], outputs, outputs, " ".join, paths=False)
