@@ -18,7 +18,7 @@ lattice first reaches them, which is the order the PBMT translated them in.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -143,17 +143,19 @@ class WordRestorer:
         return read_lattice(path) if path.exists() else None
 
     def restore(self, sentences: Sequence[int], subwords: Sequence[str], texts: Sequence[str],
-                postprocess: Callable[[list[str]], str], paths: bool = True) -> tuple[list[str], list[int]]:
+                postprocess: Callable[[list[str]], str],
+                paths: bool | Collection[int] = True) -> tuple[list[str], list[int]]:
         """`texts` with each output whose subwords hold ``<unk>`` replaced by postprocess(its words), and the
         positions so restored. Output k is sentence sentences[k]. `paths`: the outputs are lattice strings (the
         constrained systems), whose words are the cheapest path that spells them; an output no path spells stays
         as it is. Otherwise (unconstrained LMBR) each output word that spells a lattice word with ``<unk>`` is that
-        word (restore_unknown_words)."""
+        word (restore_unknown_words). A collection: the positions k of outputs that are lattice strings (anchored
+        search, pipeline/decode/anchored.py), the others unconstrained."""
         restored, changed = list(texts), []
         for k, (sentence, pieces) in enumerate(zip(sentences, subwords)):
             if UNK not in pieces.split():
                 continue
-            if paths:
+            if paths is True or (paths is not False and k in paths):
                 words = self.words(sentence, self.mapper.vocab.encode(pieces.split()))
             else:
                 lattice = self.lattice(sentence)

@@ -73,6 +73,13 @@ class DecodeNMT(VariantTask):
                 from tasks.lattices import restorer_inputs
 
                 required["words"] = restorer_inputs(self)
+            if self.anchoring():
+                from tasks.lattices import BuildAcceptors
+                from tasks.tuning import TuneSearch
+
+                required["acceptors"] = self.clone(BuildAcceptors)
+                if self.profile_config.lmbr.tune and len(self.profile_config.lmbr.search_forms()) > 1:
+                    required["search"] = self.clone(TuneSearch, models=self.models)
             if self.profile_config.lmbr.tune:
                 from tasks.lattices import lmatrix_for
                 from tasks.tuning import TuneLMBR, nbest_choices
@@ -110,6 +117,20 @@ class DecodeNMT(VariantTask):
         key = (chosen.get("alpha"), -1 if self.variant or self.constrained else chosen.get("nbest", -1))
         return required.get("lmatrix_choices", {}).get(key, required["lmatrix"])
 
+    def anchoring(self) -> bool:
+        """Whether this unconstrained LMBR decoding may search anchored (the profile's searches include it; Table 2's
+        variants keep the paper's free search)."""
+        return (self.lmbr and not self.constrained and not self.variant
+                and "anchored" in self.profile_config.lmbr.search_forms())
+
+    def search_form(self) -> str:
+        """The search of an unconstrained LMBR decoding: TuneSearch's choice, else the profile's; "free" for every
+        other system."""
+        if not self.anchoring():
+            return "free"
+        required = self.requires()
+        return required["search"].chosen() if "search" in required else self.profile_config.lmbr.search
+
     def nmt_lambda(self) -> float:
         """LMBR's lambda: TuneLMBR's choice when the profile tunes, else the profile's [lmbr] nmt_lambda."""
         if self.profile_config.lmbr.tune:
@@ -124,6 +145,8 @@ class DecodeNMT(VariantTask):
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
             params["gains"] = "tuned" if lmbr.tune else lmbr.gains
             params["patience"] = lmbr.patience
+            if self.anchoring():  # profiles that never anchor keep the artifacts of before
+                params["search"] = "tuned" if "search" in self.requires() else lmbr.search
         if self.constrained:
             lmbr = self.profile_config.lmbr
             params["lattice_weight"] = "tuned" if lmbr.tune else lmbr.lattice_weight
@@ -176,6 +199,27 @@ class DecodeNMT(VariantTask):
                                               warn, self.lattice_weight())
         return chain_factories([lmbr, constrain])
 
+    def translate_anchored(self, models: LoadedModels, lines: range, subwords: list[str], settings: SearchSettings,
+                           processor: TextProcessor, unconstrained: list[int], batching: dict[str, Any]):
+        """translate_anchored (pipeline/decode/anchored.py) of the split's lines `lines` (BPE `subwords`): line i
+        with the L and the acceptor of sentence i. Lines whose acceptor is unusable are appended to `unconstrained`
+        (their lattice copy decodes free) and logged."""
+        from pipeline.decode.anchored import translate_anchored
+        from pipeline.decode.lmbr import lmbr_hook_factory
+
+        store, acceptors = self.lmatrix_store(), self.requires()["acceptors"].acceptors()
+
+        def lmbr(ids: list[int]) -> HookFactory:
+            return lmbr_hook_factory(store, models.tgt_vocab.bos_id, sentence_ids=ids,
+                                     vocab_size=len(models.tgt_vocab), gains=self.gains())
+
+        def warn(index: int, reason: str) -> None:
+            unconstrained.append(lines[index] + 1)
+            _LOG.warning("%s %s, line %d (anchored): %s", self.system, self.split, lines[index] + 1, reason)
+
+        return translate_anchored(subwords, models, settings, processor, lmbr, list(lines),
+                                  [acceptors.get(line) for line in lines], warn, **batching)
+
     def gains(self) -> str:
         """The gain form: the tuned one (lmbr.json of before bounded gains: the paper's per step), else the
         profile's."""
@@ -209,10 +253,16 @@ class DecodeNMT(VariantTask):
                                   weight=self.nmt_lambda() if self.lmbr else 1.0,
                                   patience=self.profile_config.lmbr.patience)
         unconstrained: list[int] = []
-        hooks = self.hook_factory(models, range(first, last), lines[first:last], settings, unconstrained)
-        result = translate_lines(lines[first:last], models, settings, processor, source=None,
-                                 batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=hooks,
-                                 streaming=decode.streaming, refill=decode.refill)
+        batching = {"batch_sentences": decode.batch_sentences, "sort": decode.sort, "streaming": decode.streaming,
+                    "refill": decode.refill}
+        from_lattice: list[int] = []
+        if self.search_form() == "anchored":
+            result, from_lattice = self.translate_anchored(models, range(first, last), lines[first:last], settings,
+                                                           processor, unconstrained, batching)
+        else:
+            hooks = self.hook_factory(models, range(first, last), lines[first:last], settings, unconstrained)
+            result = translate_lines(lines[first:last], models, settings, processor, source=None,
+                                     hook_factory=hooks, **batching)
         texts, restored = result.text, []
         if self.constrained:  # outputs with <unk>: their words from the lattice path they follow
             texts, restored = inputs["acceptors"].word_restorer().restore(
@@ -222,7 +272,7 @@ class DecodeNMT(VariantTask):
 
             texts, restored = word_restorer(inputs["words"], target).restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False),
-                paths=False)
+                paths=set(from_lattice))
         write_lines(out / f"translation.{target}", texts)
         write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
@@ -230,6 +280,10 @@ class DecodeNMT(VariantTask):
             stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
         if self.constrained:
             stats["lattice_weight"] = self.lattice_weight()
+        if self.anchoring():
+            stats["lmbr"]["search"] = self.search_form()
+            stats["lattice_lines"] = [first + k + 1 for k in from_lattice]  # outputs of the lattice copy
+        if self.constrained or self.search_form() == "anchored":
             stats["unconstrained_lines"] = sorted(unconstrained)
         if self.constrained or self.lmbr:
             stats["restored_lines"] = [first + k + 1 for k in restored]
@@ -247,7 +301,7 @@ class DecodeNMT(VariantTask):
         merged = dict(stats[0])
         for key in ("sentences", "decoded_sentences", "source_words", "target_words", "backoff_sentences"):
             merged[key] = sum(s[key] for s in stats)
-        for key in ("unconstrained_lines", "restored_lines"):
+        for key in ("unconstrained_lines", "restored_lines", "lattice_lines"):
             if key in merged:
                 merged[key] = sorted(line for s in stats for line in s.get(key, []))
         merged["seconds"] = round(sum(s["seconds"] for s in stats), 3)

@@ -140,6 +140,8 @@ class ExportSystem(VariantTask):
             settings.update(theta_build=built.signature(), theta=theta.signature(), nbest=evidence_nbest(lmatrix),
                             alpha=lmatrix.path_scale() or self.profile_config.pbmt.alpha,
                             nmt_lambda=decoding.nmt_lambda(), gains=decoding.gains())
+            if decoding.search_form() == "anchored":  # the lattice copy's acceptors: DecodeLNMT's BuildAcceptors
+                settings.update(search="anchored", anchor_nbest=evidence_nbest(decoding.requires()["acceptors"]))
         if kind.constrained:
             settings["lattice_weight"] = decoding.lattice_weight()
         return settings

@@ -2,6 +2,8 @@
 
 - TuneLMBR: lambda, alpha and the gain form of LMBR decoding, then p and r at their best (tune_lmbr_in_stages).
   DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha.
+- TuneSearch: at TuneLMBR's point, the search of LNMT/LTNMT: free, or anchored in the PBMT lattice
+  (pipeline/decode/anchored.py), when the profile's [lmbr] grid_search lists both.
 - TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
   lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings).
 
@@ -37,6 +39,8 @@ from tasks.nmt import NMTSystem
 
 #: TuneLMBR's record of the chosen point, its theta and every grid point's BLEU.
 CHOICE_FILE = "lmbr.json"
+#: TuneSearch's record of the chosen search and the BLEU of each.
+SEARCH_FILE = "search.json"
 #: TuneRescoring's record of the chosen point and every grid point's BLEU.
 RESCORING_FILE = "rescoring.json"
 
@@ -110,6 +114,73 @@ class TuneLMBR(PipelineTask):
                                        "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}
+
+
+class TuneSearch(PipelineTask):
+    """search.json: the search of LNMT/LTNMT ([lmbr] grid_search: free or anchored) that scores the higher BLEU on
+    the tuning sentences at TuneLMBR's chosen point (ties: the grid's first), and each one's BLEU."""
+
+    stage = "search-tuning"
+    version = 1
+    parallel, memory_mb = True, 3000
+    models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
+
+    def label(self) -> str:
+        return self.models
+
+    def requires(self) -> dict[str, PipelineTask]:
+        tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
+        lmbr_tuning = self.clone(TuneLMBR, models=self.models)
+        return {"tuning": lmbr_tuning, "lmatrix": lmbr_tuning.requires()["lmatrix"],
+                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences),
+                **{key: task for key, task in lmbr_tuning.requires().items() if key != "lmatrix"}}
+
+    def params(self) -> dict[str, Any]:
+        return {"models": self.models, "grid_search": self.profile_config.lmbr.search_forms()}
+
+    def chosen(self) -> str:
+        """The chosen search of the built artifact: "free" or "anchored"."""
+        return read_json(self.artifact_dir() / SEARCH_FILE)["chosen"]["search"]
+
+    def build(self, out: Path) -> dict[str, Any]:
+        from pipeline.decode.anchored import translate_anchored
+
+        torch.set_num_threads(max(1, self.processes))
+        lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
+        inputs = self.requires()
+        lines, references, models, processor = tuning_inputs(self, inputs)
+        point = GridPoint(**inputs["tuning"].chosen())
+        theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
+        evidence = inputs["lmatrix"][point.alpha, point.nbest]
+        store = ReweightedStore(LMatrixStore(sorted(evidence.artifact_dir().glob("shard-*.npz"))), theta)
+        settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
+                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
+                                  weight=point.nmt_lambda, patience=lmbr.patience)
+        acceptors, restorer = inputs["acceptors"].acceptors(), word_restorer(inputs["words"], target)
+        span = range(len(lines))
+        bleu, from_lattice = {}, 0
+
+        def lmbr_factory(ids: list[int]):
+            return lmbr_hook_factory(store, models.tgt_vocab.bos_id, sentence_ids=ids,
+                                     vocab_size=len(models.tgt_vocab), gains=point.gains)
+
+        batching = {"batch_sentences": decode.batch_sentences, "sort": decode.sort}
+        for search in lmbr.search_forms():
+            if search == "anchored":
+                result, lattice_lines = translate_anchored(lines, models, settings, processor, lmbr_factory,
+                                                           list(span), [acceptors.get(k) for k in span], **batching)
+                from_lattice = len(lattice_lines)
+            else:
+                result, lattice_lines = translate_lines(lines, models, settings, processor, source=None,
+                                                        hook_factory=lmbr_factory(list(span)), **batching), []
+            texts = restorer.restore(span, result.bpe, result.text,
+                                     lambda words: processor.postprocess(words, subword=False),
+                                     paths=set(lattice_lines))[0]
+            bleu[search] = corpus_bleu(texts, references, target).score
+        best = max(bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
+        write_json(out / SEARCH_FILE, {"chosen": {"search": best}, "bleu": bleu, "sentences": len(lines),
+                                       "point": dataclasses.asdict(point), "anchored_lines_from_lattice": from_lattice})
+        return {"chosen": best, "bleu": bleu, "sentences": len(lines)}
 
 
 def race_params(lmbr: LmbrProfile) -> dict[str, Any]:

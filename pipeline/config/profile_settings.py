@@ -12,6 +12,8 @@ from pipeline.smt.reordering import KINDS as REORDERING_KINDS
 
 #: LMBR gain forms (pipeline/decode/lmbr.py): the paper's L at every step, or each n-gram paid once per hypothesis.
 GAIN_FORMS = ("per_step", "bounded")
+#: The searches of unconstrained LMBR decoding (pipeline/decode/anchored.py).
+SEARCH_FORMS = ("free", "anchored")
 TRAIN_SOURCES = ("folder", "corpora")  # [data] train_source: the data folder's <pair>/train, or the named corpora
 
 
@@ -235,6 +237,9 @@ class LmbrProfile:
     grid_nbest: tuple[int, ...] = ()  # evidence spaces the tuning tries for LNMT/LTNMT: 0 the full lattice, K the K
     #                                   best strings (empty: only `nbest`); Table 2's variants keep their own
     patience: float = 1.0  # bounded gains: a sentence may also end once patience x beam hypotheses have finished
+    search: str = "free"  # LNMT/LTNMT: "free" (one beam over all strings) or "anchored" (also a beam inside the
+    #                       PBMT lattice, same objective, the better hypothesis wins: pipeline/decode/anchored.py)
+    grid_search: tuple[str, ...] = ()  # searches TuneSearch tries at TuneLMBR's point (empty: only `search`)
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
 
@@ -268,6 +273,10 @@ class LmbrProfile:
         """The gain forms the tuning tries: the grid's, or only `gains`."""
         return tuple(self.grid_gains) or (self.gains,)
 
+    def search_forms(self) -> tuple[str, ...]:
+        """The searches the tuning tries for LNMT/LTNMT: the grid's, or only `search`."""
+        return tuple(self.grid_search) or (self.search,)
+
     def nbests(self) -> tuple[int, ...]:
         """The evidence spaces the tuning tries (0: the full lattice): the grid's, or only `nbest`."""
         return tuple(self.grid_nbest) or (self.nbest,)
@@ -295,6 +304,9 @@ class LmbrProfile:
                    "must list values that are not negative (or none: only lattice_weight)"),
                   ("grid_gains", all(g in GAIN_FORMS for g in self.grid_gains),
                    f"must list gain forms of {', '.join(GAIN_FORMS)} (or none: only gains)"),
+                  ("search", self.search in SEARCH_FORMS, f"must be one of {', '.join(SEARCH_FORMS)}"),
+                  ("grid_search", all(f in SEARCH_FORMS for f in self.grid_search),
+                   f"must list searches of {', '.join(SEARCH_FORMS)} (or none: only search)"),
                   ("nbest", self.nbest >= 0, "must not be negative (0: the full lattice)"),
                   ("grid_nbest", all(n >= 0 for n in self.grid_nbest),
                    "must list sizes that are not negative (0: the full lattice; none: only nbest)"),

@@ -102,6 +102,10 @@ class DecodingService:
                 or decode_processes < 0:
             raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1], prepare_processes "
                              "and decode_processes at least 0")
+        if translator.anchored():
+            raise ValueError(f"{translator.system.name} searches anchored (free and inside its PBMT lattice, "
+                             "pipeline/decode/anchored.py), which the serving pool does not do yet: translate with "
+                             "`lmbr translate --system` in one process, or export a system tuned to the free search")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
                                                                               max_queue, refill)
         self._lock = threading.Condition()

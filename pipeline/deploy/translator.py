@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -68,6 +68,8 @@ class Prepared:
     pbmt: str | None = None      # the PBMT system's translation
     lmatrix: Any = None          # LMatrix (LMBR systems)
     acceptor: Any = None         # Acceptor (-lat systems)
+    anchor: Any = None           # Acceptor of the lattice copy (LMBR systems under anchored search)
+    from_lattice: bool = False   # its output came from the lattice copy (anchored search)
     lattice: Any = None          # the word Lattice (-lat and LMBR systems: restoring <unk> words)
     terms: list[tuple[Term, list[int]]] = field(default_factory=list)  # terms to meet, with their target ids
     forced: dict[tuple[int, int], tuple[str, ...]] = field(default_factory=dict)  # PBMT: span -> target words
@@ -183,13 +185,33 @@ class Translator:
         self._tick("postprocess", clock)
         return texts
 
+    def anchored(self) -> bool:
+        """Whether the system searches anchored (pipeline/decode/anchored.py): free and inside the PBMT lattice."""
+        return self.system.kind.lmbr and self.system.settings.lmbr.get("search", "free") == "anchored"
+
     def _decode(self, items: list[Prepared]) -> list:
+        """The n-best lists of the items' searches; under anchored search, of the better copy of each (the items
+        whose lattice copy won are marked from_lattice)."""
         from pipeline.decode.batching import decode_sources
 
         decode = self.system.settings.decode
-        return decode_sources(self.models.ensemble, [item.source_ids for item in items], self.settings,
-                              decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(items),
-                              streaming=decode["streaming"], refill=decode["refill"])
+        copies = items
+        if self.anchored():  # an item with an acceptor of its own (forced terms) is searched in it either way
+            copies = items + [replace(item, acceptor=item.anchor) if item.acceptor is None else item
+                              for item in items]
+        results = decode_sources(self.models.ensemble, [item.source_ids for item in copies], self.settings,
+                                 decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(copies),
+                                 streaming=decode["streaming"], refill=decode["refill"])
+        if copies is items:
+            return results
+        from pipeline.decode.anchored import better_copy
+
+        n, best = len(items), []
+        for k, item in enumerate(items):
+            chosen = better_copy([results[k], results[n + k]])
+            item.from_lattice = chosen == 1 and copies[n + k].acceptor is not None
+            best.append(results[chosen * n + k])
+        return best
 
     def _tick(self, phase: str, since: float) -> float:
         now = time.perf_counter()
@@ -318,6 +340,14 @@ class Translator:
         if kind.lmbr:
             for item, matrix, path in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz"), paths):
                 item.lmatrix, item.lattice = matrix, read_lattice(path)
+        if self.anchored():  # the lattice copy's acceptor: the evidence space of DecodeLNMT's BuildAcceptors
+            from lattices.acceptor import build_acceptor_shard, load_acceptors
+
+            build_acceptor_shard(paths, codes, vocab, lmbr["anchor_nbest"], tmp / "anchors.npz", lmbr["engine"],
+                                 lmbr["max_evidence_states"], self.mapper)
+            anchors = load_acceptors([tmp / "anchors.npz"])
+            for k, item in enumerate(prepared):
+                item.anchor = anchors.get(k)
         # acceptors: every sentence of a -lat system; the sentences with forced terms of an LMBR system
         steered = [k for k, item in enumerate(prepared) if kind.constrained or (kind.lmbr and item.forced)]
         if steered:
@@ -400,7 +430,7 @@ class Translator:
             return ""
         pieces = self.models.tgt_vocab.decode(hypotheses[0].tokens)
         if item.lattice is not None and UNK in pieces:
-            if self.system.kind.constrained or item.acceptor is not None:  # a lattice string: its cheapest path
+            if self.system.kind.constrained or item.acceptor is not None or item.from_lattice:  # a lattice string
                 words = restore_words(item.lattice, self.mapper, self.mapper.vocab.encode(pieces))
             else:  # unconstrained LMBR: the words L wrote as <unk> (as DecodeLNMT does)
                 words = restore_unknown_words(item.lattice, self.mapper, pieces)

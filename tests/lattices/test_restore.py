@@ -149,3 +149,8 @@ def test_the_restorer_of_unconstrained_outputs_takes_words_in_lattice_order(tmp_
     # as lattice strings, the same outputs take the cheapest path that spells them, or stay
     paths = ["<unk> big house <unk>", "house <unk> <unk> <unk>"]
     assert restorer.restore([0, 0], paths, paths, " ".join)[0] == ["Schulz big house 42", "house <unk> <unk> <unk>"]
+    # anchored search: the outputs at the positions given are lattice strings, the others unconstrained
+    mixed = ["<unk> big house <unk>", "<unk> big house <unk>"]
+    assert restorer.restore([0, 0], mixed, mixed, " ".join, paths={1})[0] == ["Meyer big house Schulz",
+                                                                               "Schulz big house 42"]
+    assert restorer.restore([0, 0], mixed, mixed, " ".join, paths=set())[0] == ["Meyer big house Schulz"] * 2

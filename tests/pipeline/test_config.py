@@ -205,6 +205,19 @@ def test_gain_forms_are_checked_and_the_grid_defaults_to_the_untuned_form(tmp_pa
         config.load_profile("small", folder)
 
 
+def test_searches_are_checked_and_without_a_grid_the_profile_s_search_is_the_only_one(tmp_path):
+    assert config.load_profile("small").lmbr.search_forms() == ("free", "anchored")
+    assert config.load_profile("tiny").lmbr.search_forms() == ("free",)
+    folder = edit_config(tmp_path / "a", "profiles/small.toml", 'grid_search = ["free", "anchored"]',
+                         'grid_search = ["free", "everywhere"]')
+    with pytest.raises(ConfigError, match="'lmbr.grid_search' must list searches of free, anchored"):
+        config.load_profile("small", folder)
+    folder = edit_config(tmp_path / "b", "profiles/small.toml", 'grid_search = ["free", "anchored"]',
+                         'grid_search = []\nsearch = "wide"')
+    with pytest.raises(ConfigError, match="'lmbr.search' must be one of free, anchored"):
+        config.load_profile("small", folder)
+
+
 def test_a_patience_below_one_is_refused(tmp_path):
     assert config.load_profile("small").lmbr.patience == 4.0
     folder = edit_config(tmp_path, "profiles/small.toml", "patience = 4.0", "patience = 0.5")

@@ -81,3 +81,30 @@ def test_a_corrupt_missing_or_foreign_file_is_an_error_that_names_it(exported_sy
     with pytest.raises(DataError, match=r"manifest\.json: missing"):
         load_system(folder)
     assert lmbr_main(["translate", "--system", str(folder), "-i", str(tmp_path / "none")]) == 2
+
+
+def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_the_pool_refuses_it(tmp_path):
+    from luigi.execution_summary import LuigiStatusCode
+
+    from pipeline.deploy.service import DecodingService
+    from tasks.data import TokenizeSplit
+    from tasks.export import ExportSystem
+    from tests.conftest import write_deen_folder
+    from tests.tasks.helpers import build, shared_params
+    from tests.tasks.test_anchored_search import edit_profile
+    from tests.tasks.test_decode_tasks import deterministic_configs
+
+    data = write_deen_folder(tmp_path / "data", eval_sentences=9)
+    configs = deterministic_configs(tmp_path)
+    edit_profile(configs, tune="false", gains='"bounded"', search='"anchored"', nmt_lambda="0.5")
+    params = shared_params(tmp_path, data, config_dir=configs)
+    export = ExportSystem(system="LNMT", split="newstest2016", **params)
+    assert build(export).status == LuigiStatusCode.SUCCESS
+    system = load_system(export.folder())
+    assert system.settings.lmbr["search"] == "anchored" and system.settings.lmbr["anchor_nbest"] == 0
+    raw = list(read_lines(TokenizeSplit(split="newstest2016", **params).artifact_dir() / "raw.de.gz"))
+    translator = Translator(system, batch_lines=4)
+    expected = list(read_lines(export.decoding().artifact_dir() / "translation.en"))
+    assert translator.anchored() and list(translator.translate(raw)) == expected
+    with pytest.raises(ValueError, match="searches anchored"):
+        DecodingService(translator)
