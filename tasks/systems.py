@@ -22,8 +22,10 @@ VARIANT_SYSTEMS = ("FNMT", "LNMT", "TNMT", "LTNMT")
 SYSTEM_NOTES = {
     "PBMT": "phrase-based decoder with a KenLM 5-gram, MERT-tuned; writes the lattices",
     "FNMT": "ensemble of GRU attention models", "TNMT": "averaged Transformer",
-    "LNMT": "FNMT with LMBR: the L of the PBMT lattice added at every step (Iglesias et al. 2018)",
-    "LTNMT": "TNMT with LMBR",
+    "LNMT": "FNMT with LMBR: the L of the PBMT lattice added at every step (Iglesias et al. 2018); with [lmbr] "
+            "grid_search, the search is anchored where the tuning set chose it (each sentence also searched inside "
+            "its PBMT lattice, the better hypothesis under the same objective kept)",
+    "LTNMT": "TNMT with LMBR, as LNMT",
     "FNMT-lat": "FNMT rescoring the PBMT lattice (Stahlberg et al. 2016): the search kept in its strings, scored by "
                 "the NMT plus mu times the lattice's own PBMT score (mu tuned on the tuning set)",
     "LNMT-lat": "LNMT rescoring the PBMT lattice: lambda log P_NMT + L + mu times the PBMT score, in its strings",
