@@ -21,7 +21,8 @@ STAGES = (("tokenized", "tokenize"), ("truecaser", "truecaser"), ("truecased", "
           ("align", "alignment"), ("phrases", "phrase table"), ("mert", "MERT"), ("pbmt", "PBMT decoding"),
           ("lmatrix", "posteriors + L"), ("acceptors", "acceptors"), ("nmt", "NMT training"),
           ("nmt-average", "averaging"), ("nmt-system", "NMT system"), ("lmbr-tuning", "LMBR tuning"),
-          ("rescoring-tuning", "rescoring tuning"), ("mbr-tuning", "MBR tuning"), ("nmt-decode", "NMT decoding"),
+          ("search-tuning", "search tuning"), ("rescoring-tuning", "rescoring tuning"), ("mbr-tuning", "MBR tuning"),
+          ("nmt-decode", "NMT decoding"),
           ("lattice-mbr", "lattice MBR"), ("speed", "speed figures"), ("bleu", "BLEU"),
           ("significance", "significance"))
 
