@@ -130,10 +130,9 @@ class TuneSearch(PipelineTask):
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
-        lmbr_tuning = self.clone(TuneLMBR, models=self.models)
-        return {"tuning": lmbr_tuning, "lmatrix": lmbr_tuning.requires()["lmatrix"],
-                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences),
-                **{key: task for key, task in lmbr_tuning.requires().items() if key != "lmatrix"}}
+        lmbr_tuning = self.clone(TuneLMBR, models=self.models)  # and what it decodes with
+        return {**lmbr_tuning.requires(), "tuning": lmbr_tuning,
+                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences)}
 
     def params(self) -> dict[str, Any]:
         return {"models": self.models, "grid_search": self.profile_config.lmbr.search_forms()}
