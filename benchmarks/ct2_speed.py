@@ -3,11 +3,16 @@
 The model (--model: an averaged Transformer, e.g. the AverageCheckpoints artifact of the small profile; else random
 weights at the --profile's sizes) is exported with pipeline/nmt/export_ct2.py. Both sides decode the same BPE
 sentences in the same batches (--batch-sentences, sorted by length), with the same beam, raw scores (no length
-penalty), B finished hypotheses before a sentence stops (CTranslate2's patience 1) and the same threads. CTranslate2
+penalty) and the same threads, and both stop a sentence the same way: CTranslate2 without length or coverage
+penalty ends a sentence as soon as its best candidate of a step is EOS (its "early exit"), and ours runs with
+SearchSettings.early_exit (Algorithm 1's n-best, ended once no live hypothesis can reach it; --no-early-exit keeps
+Algorithm 1's B finished hypotheses, which the figures before 2026-11-28 used against CTranslate2's early exit). CTranslate2
 has one length limit per call, so every batch gets one limit on both sides: the largest a * |source| + b of its
 sentences (our a = 0, b = that limit: at most `limit` tokens, then EOS is forced; CTranslate2's
 max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTranslate2's compute_type int8 against
-torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Each configuration is timed --runs times,
+torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Ours decodes with the CPU speed-up
+`ancestry_cache` (pipeline/nmt/ancestry.py: self-attention caches that beam reorders never copy) unless
+--no-ancestry-cache. Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
 OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (beam_speed.py), which keeps a shared machine's figures
@@ -20,7 +25,6 @@ with OMP_WAIT_POLICY=ACTIVE (docs/RESULTS.md reports both).
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import statistics
 import sys
@@ -36,6 +40,7 @@ from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.scores import max_output_lengths  # noqa: E402
 from pipeline.nmt.export_ct2 import export_model  # noqa: E402
+from pipeline.nmt.speedups import CpuSpeedups, apply_speedups  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
 
 import torch  # noqa: E402  (after beam_speed, which sets OMP_WAIT_POLICY for both decoders)
@@ -63,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-length-a", type=float, default=2.0)
     p.add_argument("--max-length-b", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--ancestry-cache", action=argparse.BooleanOptionalAction, default=True,
+                   help="ours reads self-attention caches through the rows' ancestry (default: on)")
+    p.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=True,
+                   help="ours ends a sentence once its 1-best is certain, as CTranslate2 does (default: on)")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
     args = p.parse_args(argv)
     args.architecture, args.device = "transformer", "cpu"
@@ -80,12 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     for batch in make_batches([len(s) for s in ids], args.batch_sentences, sort=True):
         batches.append(([ids[i] for i in batch], [src_vocab.decode(ids[i][:-1]) for i in batch],  # CT2 adds EOS
                         max(limits[i] for i in batch)))
-    quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+    fp32 = apply_speedups(model, CpuSpeedups(ancestry_cache=args.ancestry_cache))
+    quantized = apply_speedups(model, CpuSpeedups(int8=True, ancestry_cache=args.ancestry_cache))
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="ct2_speed-") as tmp, torch.inference_mode():
         export_model(model, src_vocab, tgt_vocab, Path(tmp) / "ct2")
-        for precision, ours, compute_type in (("fp32", model, "float32"), ("int8", quantized, "int8")):
+        for precision, ours, compute_type in (("fp32", fp32, "float32"), ("int8", quantized, "int8")):
             translator = ctranslate2.Translator(str(Path(tmp) / "ct2"), device="cpu", compute_type=compute_type,
                                                 inter_threads=1, intra_threads=args.threads)
 
@@ -96,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
             def run_ours():
                 return [h for sources, _, limit in batches for h in decode_sources(
-                    ours, sources, SearchSettings(beam=args.beam, max_length_a=0.0, max_length_b=limit),
+                    ours, sources, SearchSettings(beam=args.beam, max_length_a=0.0, max_length_b=limit,
+                                                  early_exit=args.early_exit),
                     batch_sentences=len(sources), sort=False)]
 
             run_ct2(), run_ours()  # warm-up
@@ -127,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
                "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
                "length_limits": f"per batch: max over its sentences of {args.max_length_a} * |source| + "
                                 f"{args.max_length_b}", "sentence_order": "sorted by length, longest first",
+               "ours_settings": {"early_exit": args.early_exit, "ancestry_cache": args.ancestry_cache},
                "ct2_settings": {"patience": 1, "length_penalty": 0, "min_decoding_length": 0,
                                 "max_decoding_length": "the batch's limit", "inter_threads": 1,
                                 "intra_threads": args.threads},
-               "int8": {"ours": "torch.ao.quantization.quantize_dynamic(nn.Linear, qint8)",
+               "int8": {"ours": "torch.ao.quantization.quantize_dynamic(nn.Linear, qint8) (apply_speedups)",
                         "ct2": "compute_type=int8"},
                "results": results}
     write_json(args.out, summary)

@@ -6,6 +6,11 @@ tuned theta and evidence space, its restoration of <unk> words) but at the lambd
 search and with the anchored one (pipeline/decode/anchored.py), and compares each with the split's MBR output by
 paired bootstrap (and reports its length ratio and repeated 4-grams). Prints a table and writes JSON.
 
+The rest of the point (theta's p and r, the path scale alpha and the evidence space) is, with `--point tuned`,
+TuneLMBR's choice for the tuned lambda; with `--point at-lambda` (the default), the point TuneLMBR's own grid scored
+best on the tuning set at the lambda and gain form given (among the points its race kept longest), so that every
+setting is still chosen on the tuning set, for the lambda measured.
+
     .venv/bin/python benchmarks/lnmt_lambda.py --profile small --task ger-eng --lambda 0.001 \\
         --out results/benchmarks/lnmt_lambda_small_ger-eng.json
 """
@@ -28,12 +33,23 @@ from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
 from pipeline.evaluation.significance import paired_bootstrap  # noqa: E402
-from pipeline.io import read_lines, write_json  # noqa: E402
+from pipeline.io import read_json, read_lines, write_json  # noqa: E402
 from pipeline.text import TextProcessor, get_tokenizer  # noqa: E402
 from tasks.data import TokenizeSplit, load_truecaser  # noqa: E402
 from tasks.decode import DecodeLNMT, DecodeLTNMT  # noqa: E402
 from tasks.lattices import word_restorer  # noqa: E402
 from tasks.mbr import DecodeLatticeMBR  # noqa: E402
+
+
+def best_at_lambda(tuning, nmt_lambda: float, gains: str) -> dict:
+    """TuneLMBR's grid point with this lambda and gain form that its race kept longest, the best of those on the
+    tuning set (a point never eliminated ran on all the tuning sentences)."""
+    points = [point for point in read_json(tuning.artifact_dir() / "lmbr.json")["grid"]
+              if point["nmt_lambda"] == nmt_lambda and point["gains"] == gains]
+    if not points:
+        raise SystemExit(f"TuneLMBR's grid has no point at lambda {nmt_lambda} with {gains} gains")
+    best = max(points, key=lambda point: (point.get("eliminated_at", float("inf")), point["bleu"]))
+    return {key: value for key, value in best.items() if key not in ("bleu", "eliminated_at")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lambda", dest="nmt_lambda", type=float, default=0.0,
                    help="lambda (default: the smallest of the profile's grid_lambda)")
     p.add_argument("--gains", default="bounded", choices=("per_step", "bounded"))
+    p.add_argument("--point", choices=("at-lambda", "tuned"), default="at-lambda",
+                   help="theta, alpha and evidence space: TuneLMBR's best at this lambda, or its tuned choice")
     p.add_argument("--work-dir", default="work")
     p.add_argument("--lines", type=int, default=1000)
     p.add_argument("--out", type=Path)
@@ -57,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     lmbr, decode = task.profile_config.lmbr, task.profile_config.decode
     nmt_lambda = args.nmt_lambda or min(lmbr.grid_lambda)
     task.nmt_lambda, task.gains = (lambda: nmt_lambda), (lambda: args.gains)
+    if args.point == "at-lambda":
+        point = best_at_lambda(task.requires()["tuning"], nmt_lambda, args.gains)
+        task.chosen = lambda: point
     inputs, source, target = task.requires(), task.config.source, task.config.target
     models = load_models([inputs["system"].artifact_dir() / "system.json"], "cpu")
     lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))[:args.lines]
@@ -100,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                              target)
     write_json(args.out, {"machine": machine(1), "task": args.task, "profile": args.profile, "system": args.system,
                           "split": task.split, "lines": len(lines), "nmt_lambda": nmt_lambda, "gains": args.gains,
-                          "theta": {k: task.chosen()[k] for k in ("p", "r")}, "rows": rows,
+                          "point": args.point,
+                          "chosen": {k: task.chosen()[k] for k in ("p", "r", "alpha", "nbest")}, "rows": rows,
                           "anchored_outputs_differing": differ, "paired_bootstrap": tests, "decode_seconds": seconds}) if args.out else None
     return 0
 

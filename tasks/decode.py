@@ -237,7 +237,8 @@ class DecodeNMT(VariantTask):
         device = default_device()
         begin = time.perf_counter()
         system_file = inputs["system"].artifact_dir() / "system.json"
-        speedups = CpuSpeedups(decode.int8, decode.precompute_embeddings) if device.type == "cpu" else CpuSpeedups()
+        speedups = (CpuSpeedups(decode.int8, decode.precompute_embeddings, decode.ancestry_cache)
+                    if device.type == "cpu" else CpuSpeedups())
         variant = self.variant_config()
         members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
         models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
@@ -251,7 +252,8 @@ class DecodeNMT(VariantTask):
         settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=self.nmt_lambda() if self.lmbr else 1.0,
-                                  patience=self.profile_config.lmbr.patience)
+                                  patience=self.profile_config.lmbr.patience,
+                                  early_exit=decode.early_exit and not self.lmbr and not self.constrained)
         unconstrained: list[int] = []
         batching = {"batch_sentences": decode.batch_sentences, "sort": decode.sort, "streaming": decode.streaming,
                     "refill": decode.refill}

@@ -70,10 +70,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--patience", type=float,
                    help="with --lmbr-gains bounded: a sentence may end once patience x beam hypotheses have finished "
                         "(default: the profile's [lmbr] patience)")
+    p.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=None,
+                   help="without --lmbr: end a sentence once no live hypothesis can reach its n-best (the same "
+                        "output, fewer steps; raw scores only; default: the profile's [decode] early_exit)")
     p.add_argument("--int8", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU: dynamic int8 quantisation of the linear layers (default: the profile's)")
     p.add_argument("--precompute-embeddings", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU, GRU: per-token tables for the embedding products of a step (default: the profile's)")
+    p.add_argument("--ancestry-cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="CPU, Transformer: self-attention caches that beam reorders never copy (default: the "
+                        "profile's)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
@@ -204,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
             max_length_a=decode.max_length_a if args.max_length_a is None else args.max_length_a,
             max_length_b=decode.max_length_b if args.max_length_b is None else args.max_length_b,
             weight=args.lmbr_lambda if args.lmbr else 1.0,
-            patience=args.patience if args.patience is not None else profile.lmbr.patience)
+            patience=args.patience if args.patience is not None else profile.lmbr.patience,
+            early_exit=not args.lmbr and (decode.early_exit if args.early_exit is None else args.early_exit))
     except ValueError as e:
         raise DataError(str(e)) from None
     if args.refill is not None and not 0 <= args.refill < 1:
@@ -219,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
 
     speedups = CpuSpeedups(int8=decode.int8 if args.int8 is None else args.int8,
                            precompute_embeddings=decode.precompute_embeddings if args.precompute_embeddings is None
-                           else args.precompute_embeddings)
+                           else args.precompute_embeddings,
+                           ancestry_cache=decode.ancestry_cache if args.ancestry_cache is None else args.ancestry_cache)
     models = load_models([Path(m) for m in args.models], device, speedups)
     hook_factory = None
     if args.lmbr:

@@ -194,13 +194,16 @@ class DecodeProfile:
     int8: bool = False  # CPU: dynamic int8 quantisation of the linear layers (pipeline/nmt/speedups.py)
     precompute_embeddings: bool = False  # CPU, GRU: per-token tables for the embedding products of a step
     fp16: bool = False  # CUDA: decode in half precision (the scores accumulate in fp32); ignored on the CPU
+    early_exit: bool = False  # plain NMT systems: end a sentence once its n-best is certain (SearchSettings)
+    ancestry_cache: bool = False  # CPU, Transformer: self-attention caches that reorders never copy (speedups.py)
 
     def hashed(self) -> dict[str, object]:
-        """The settings in a decoding artifact's hash: all of them, fp16 only when on (so that the artifacts of
-        runs before it keep their folders)."""
+        """The settings in a decoding artifact's hash: all of them, fp16, early_exit and ancestry_cache only when on
+        (so that the artifacts of runs before them keep their folders)."""
         settings = dataclasses.asdict(self)
-        if not self.fp16:
-            settings.pop("fp16")
+        for key in ("fp16", "early_exit", "ancestry_cache"):
+            if not settings[key]:
+                settings.pop(key)
         return settings
 
     def problems(self) -> list[tuple[str, str]]:
@@ -210,7 +213,9 @@ class DecodeProfile:
                   ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
                   ("max_length_a", self.max_length_a >= 0, "must not be negative"),
                   ("max_length_b", self.max_length_b >= 0, "must not be negative"),
-                  ("refill", 0 <= self.refill < 1, "must be in [0, 1)")]
+                  ("refill", 0 <= self.refill < 1, "must be in [0, 1)"),
+                  ("early_exit", not self.early_exit or self.length_penalty == 0,
+                   "needs raw scores (length_penalty 0)")]
         return [(key, problem) for key, ok, problem in checks if not ok]
 
 

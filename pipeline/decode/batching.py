@@ -137,7 +137,8 @@ def step_pool(pool: list[tuple[BeamBatch, list]]) -> list[tuple[object, list[Hyp
         base, group = furthest, [entry for entry in pool if entry is not furthest]
     else:
         least = min(batch.t for batch, _ in pool)
-        base, *group = [entry for entry in pool if entry[0].t == least]
+        base, *behind = [entry for entry in pool if entry[0].t == least]
+        group = [entry for entry in behind if base[0].can_merge(entry[0])]  # (no batch with a shared cache joins)
     batch, payload = base
     for other, other_payload in group:  # one query from now on
         batch.merge(other)

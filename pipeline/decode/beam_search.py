@@ -25,6 +25,12 @@ et al. 2022). Otherwise B early EOS candidates would end it while a longer hypot
 L's n-grams is still in the beam. On the small profile's ger-eng tuning set (bounded gains, lambda 0.02), patience
 4 finds the same outputs as the bound alone in 64% of its time.
 
+Without a headroom (scores only fall: plain NMT, masks, costs), `settings.early_exit` ends a sentence as soon as no
+live candidate's score reaches its n-th best finished score, besides Algorithm 1's stop. Every later hypothesis
+would score at most a live candidate's score, so the n-best list is Algorithm 1's (up to exact ties): this is
+CTranslate2's early exit (its beam search without length or coverage penalty), which saves the steps a sentence
+spends after its best hypothesis has ended. It needs raw scores (length_penalty 0) and a weight of at least 0.
+
 At step t == max_lengths[n] only EOS can follow (as in greedy decoding), so every hypothesis of sentence n ends by
 then; the n-best list is F_s re-ranked (finalize.py), or the backoff stack when F_s is empty (an EOS that never made
 the top B, e.g. when a hook forbids EOS at the limit). The search masks no token other than EOS (BOS, PAD and UNK
@@ -65,7 +71,9 @@ class SearchSettings:
     max_length_a, max_length_b: at most a * |source| + b output tokens; weight: lambda, the scale of the NMT
     log-probabilities (LMBR: 0.5 on the ensemble average, the paper's 0.5 / models on their sum); patience: with a
     hook whose scores can rise (a headroom), a sentence also ends once patience x B hypotheses have finished
-    (Kasai et al. 2022's patience factor; Algorithm 1's B finished is patience 1, the stop without a headroom).
+    (Kasai et al. 2022's patience factor; Algorithm 1's B finished is patience 1, the stop without a headroom);
+    early_exit: without a headroom, also end a sentence once no live candidate can reach its n-th best finished
+    score (the same n-best, fewer steps; see the module docstring).
     """
 
     beam: int = 4
@@ -76,6 +84,7 @@ class SearchSettings:
     max_length_b: int = 10
     weight: float = 1.0
     patience: float = 1.0
+    early_exit: bool = False
 
     def __post_init__(self) -> None:
         if self.beam < 1:
@@ -88,6 +97,8 @@ class SearchSettings:
             raise ValueError("max_length_a and max_length_b must not be negative")
         if self.patience < 1:
             raise ValueError(f"patience must be at least 1, not {self.patience}")
+        if self.early_exit and (self.length_penalty != 0 or self.weight < 0):
+            raise ValueError("early_exit needs raw scores: length_penalty 0 and a weight of at least 0")
 
 
 @torch.inference_mode()
@@ -154,13 +165,17 @@ class BeamBatch:
 
     def can_merge(self, other: "BeamBatch") -> bool:
         """Whether :meth:`merge` accepts `other`: at the same step, or behind it with a model that joins at any
-        step."""
+        step; never with a shared cache (DecoderState.shared)."""
+        if self.state.shared or other.state.shared:  # a cache that is not per row (DecoderState.shared)
+            return False
         return other.t == self.t or (other.t < self.t and getattr(self.model, "joins_at_any_step", False))
 
     @torch.inference_mode()
     def merge(self, other: "BeamBatch") -> None:
         """Append the sentences of `other` (same model and settings; see :meth:`can_merge`); its positions shift by
         self.size."""
+        if self.state.shared or other.state.shared:
+            raise ValueError("a batch whose model state has a shared cache (DecoderState.shared) joins no other")
         if not self.can_merge(other):
             raise ValueError(f"a batch at step {other.t} cannot join one at step {self.t} (this model joins only at "
                              "the same step)")
@@ -227,7 +242,7 @@ class BeamBatch:
                 for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
                     self.finished[self.sentence[s]].add(score, tuple(prefix[self.start[s]:]))
                 self.count += done_eos.sum(dim=1)
-                if headroom is not None:
+                if headroom is not None or settings.early_exit:
                     self._update_nth_best(sorted({s for s, _ in where}))
                 if self.need_backoff:
                     eos_candidates.index_fill_(0, rows, NEG_INF)            # these EOS candidates survived
@@ -235,7 +250,7 @@ class BeamBatch:
             self.backoff.offer(candidate_grid(eos_candidates[:, None], self.row_slot, active, beam), slot_row,
                                self.history)
             self.need_backoff = bool((self.count == 0).any())
-        done = self._done(live, origin_row, headroom)                      # [N] or None: nobody ends
+        done = self._done(live, origin_row, headroom, top.scores)           # [N] or None: nobody ends
         if done is None:
             # the usual step: all N*B candidates live on, nothing finishes
             index, tokens, scores = origin_row.view(-1), top.tokens.view(-1), top.scores.view(-1)
@@ -289,15 +304,19 @@ class BeamBatch:
             self.source_width = max(going_on)
             self.state = self.state.narrow_sources(self.source_width)
 
-    def _done(self, live: Tensor | None, origin_row: Tensor, headroom: Tensor | None) -> Tensor | None:
+    def _done(self, live: Tensor | None, origin_row: Tensor, headroom: Tensor | None,
+              candidate_scores: Tensor) -> Tensor | None:
         """[N] the sentences this step ends (None: none). Algorithm 1 (headroom None): B finished hypotheses, or no
-        live candidate. With the hook's bound, instead: no live candidate can still reach the sentence's n-th best
+        live candidate; with early_exit, also when no live candidate (candidate_scores [N, B]) reaches the n-th best
+        finished score. With the hook's bound, instead: no live candidate can still reach the sentence's n-th best
         finished score (its score before the step plus the hook's headroom bounds every continuation), or
         patience x B hypotheses have finished."""
         if headroom is None:
-            if live is None:
-                return None
-            return (self.count >= self.settings.beam) | ~live.any(dim=1)
+            if not self.settings.early_exit:
+                return None if live is None else (self.count >= self.settings.beam) | ~live.any(dim=1)
+            reach = candidate_scores if live is None else candidate_scores.masked_fill(~live, NEG_INF)
+            done = (reach.max(dim=1).values <= self.nth_best) | (self.count >= self.settings.beam)
+            return done if live is not None or bool(done.any()) else None
         reach = (self.scores + headroom)[origin_row.clamp(min=0)]                 # [N, B]
         if live is not None:
             reach = reach.masked_fill(~live, NEG_INF)

@@ -117,7 +117,8 @@ class Translator:
 
         decode = self.system.settings.decode
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        speedups = CpuSpeedups(decode.get("int8", False), decode.get("precompute_embeddings", False)) \
+        speedups = CpuSpeedups(decode.get("int8", False), decode.get("precompute_embeddings", False),
+                               decode.get("ancestry_cache", False)) \
             if device.type == "cpu" else CpuSpeedups()
         half = decoding_half(decode.get("fp16", False), device)
         return load_models([self.system.path("nmt/system.json")], device, speedups, half=half)
@@ -145,7 +146,9 @@ class Translator:
                               length_penalty=decode["length_penalty"], max_length_a=decode["max_length_a"],
                               max_length_b=decode["max_length_b"],
                               weight=lmbr["nmt_lambda"] if self.system.kind.lmbr else 1.0,
-                              patience=decode.get("patience", 1.0))
+                              patience=decode.get("patience", 1.0),
+                              early_exit=decode.get("early_exit", False) and not (self.system.kind.lmbr or
+                                                                                  self.system.kind.constrained))
 
     def _mapper(self):
         from lattices.units import TokenMapper

@@ -27,6 +27,10 @@ new tensor with one free entry after them, so that the next ``step`` writes its 
 the whole cache again. A state with a free entry may be stepped once (the step fills the entry); to continue a state
 in several ways, reorder it into several rows first.
 
+A model may instead keep a cache that is not per row: ``DecoderState.shared`` tensors (e.g. the keys and values of
+every row at every step, which the rows read through a per-row table of their ancestors: pipeline/nmt/ancestry.py).
+``select`` and ``narrow_sources`` keep them as they are; states with shared tensors are not joined.
+
 :class:`Ensemble` implements the same contract over several models: it averages their log-probabilities per step
 (a log-linear combination with equal weights) and holds their states side by side in one DecoderState.
 """
@@ -48,12 +52,14 @@ class DecoderState:
     positions (padding beyond a sentence's length must be masked by the model, e.g. a False in a mask).
     per_time: the caches along the target time -> their time axis (the first `time` entries are valid; see the
     module docstring for the free entry that `select` leaves).
+    shared: tensors that are not per row (no batch axis), kept as they are by `select` and `narrow_sources`.
     """
 
     tensors: dict[str, Tensor] = field(default_factory=dict)
     time: int = 0
     per_source: Mapping[str, int] = field(default_factory=dict)
     per_time: Mapping[str, int] = field(default_factory=dict)
+    shared: Mapping[str, Tensor] = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -73,14 +79,14 @@ class DecoderState:
                 selected[name] = _select_with_free_entry(tensor, index, self.per_time[name], self.time)
             else:
                 selected[name] = tensor.index_select(0, index)
-        return DecoderState(selected, self.time, self.per_source, self.per_time)
+        return DecoderState(selected, self.time, self.per_source, self.per_time, self.shared)
 
     def narrow_sources(self, width: int) -> "DecoderState":
         """The state with its source axes cut to the first `width` positions (views): for rows whose sources are all
         at most `width` long, so that only padding is cut."""
         tensors = {k: v.narrow(self.per_source[k], 0, width) if k in self.per_source and
                    v.shape[self.per_source[k]] > width else v for k, v in self.tensors.items()}
-        return DecoderState(tensors, self.time, self.per_source, self.per_time)
+        return DecoderState(tensors, self.time, self.per_source, self.per_time, self.shared)
 
     @staticmethod
     def concat(states: Sequence["DecoderState"], any_time: bool = False) -> "DecoderState":
@@ -88,6 +94,8 @@ class DecoderState:
         `any_time` (only for a model that joins at any step, see StepModel), at the first state's. Source axes are
         padded with zeros (False for masks) to the longest source."""
         first = states[0]
+        if any(s.shared for s in states):
+            raise ValueError("states with shared tensors cannot be joined")
         if any(s.tensors.keys() != first.tensors.keys() for s in states):
             raise ValueError("only states with the same tensors can be joined")
         if any(s.time != first.time for s in states) and (not any_time or first.per_time):
@@ -246,14 +254,16 @@ class Ensemble:
         tensors = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.tensors.items()}
         per_source = {f"{i}.{k}": axis for i, s in enumerate(states) for k, axis in s.per_source.items()}
         per_time = {f"{i}.{k}": axis for i, s in enumerate(states) for k, axis in s.per_time.items()}
-        return DecoderState(tensors, states[0].time, per_source, per_time)
+        shared = {f"{i}.{k}": v for i, s in enumerate(states) for k, v in s.shared.items()}
+        return DecoderState(tensors, states[0].time, per_source, per_time, shared)
 
     def _member(self, state: DecoderState, i: int) -> DecoderState:
         prefix = f"{i}."
         tensors = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
         per_source = {k[len(prefix):]: axis for k, axis in state.per_source.items() if k.startswith(prefix)}
         per_time = {k[len(prefix):]: axis for k, axis in state.per_time.items() if k.startswith(prefix)}
-        return DecoderState(tensors, state.time, per_source, per_time)
+        shared = {k[len(prefix):]: v for k, v in state.shared.items() if k.startswith(prefix)}
+        return DecoderState(tensors, state.time, per_source, per_time, shared)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
         return self._join([m.encode(src, src_lengths) for m in self.models])

@@ -5,6 +5,9 @@
 - ``precompute_embeddings`` (GRU): the previous token enters the decoder step through two matrix products of its
   embedding (the GRU cell's input weights, the deep output's weights). Both are computed once for the whole target
   vocabulary, so a step gathers rows instead of multiplying: exact up to floating-point summation order.
+- ``ancestry_cache`` (Transformer): one self-attention cache per layer shared by all rows, read through each row's
+  ancestors, so that beam reorders never copy caches (pipeline/nmt/ancestry.py); outputs change within rounding
+  (the attention sums in another order).
 - pre-computed attention keys (U h_j once per sentence) are always on (GruModel.encode), and the source side of
   the decoder state is never copied when the beam reshuffles within sentences (pipeline/nmt/interface.py).
 - threads: ``torch.set_num_threads`` (the `--threads` options).
@@ -25,10 +28,11 @@ __all__ = ["CpuSpeedups", "apply_speedups"]
 class CpuSpeedups:
     int8: bool = False
     precompute_embeddings: bool = False
+    ancestry_cache: bool = False
 
     def names(self) -> list[str]:
-        return [name for name, on in (("int8", self.int8), ("precompute_embeddings", self.precompute_embeddings))
-                if on]
+        return [name for name, on in (("int8", self.int8), ("precompute_embeddings", self.precompute_embeddings),
+                                      ("ancestry_cache", self.ancestry_cache)) if on]
 
 
 def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:
@@ -38,6 +42,8 @@ def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:
     model = copy.deepcopy(model).eval()
     if speedups.precompute_embeddings and hasattr(model, "precompute_embedding_projections"):
         model.precompute_embedding_projections()
+    if speedups.ancestry_cache and hasattr(model, "ancestry_cache"):
+        model.ancestry_cache = True
     if speedups.int8:
         with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (torchao is not installed)
             warnings.simplefilter("ignore")

@@ -8,7 +8,9 @@ Incremental decoding keeps, per decoder layer i, the self-attention keys and val
 ("self_k{i}", "self_v{i}" [B, heads, t, d/heads]) and the cross-attention keys and values of the source, computed
 once at `encode` ("mem_k{i}", "mem_v{i}" [B, heads, S, d/heads]); "src_mask" [B, S] is True on real positions.
 The self-attention caches are the state's per_time tensors: a reorder leaves a free entry at t, where the next step
-writes its keys and values in place (pipeline/nmt/interface.py).
+writes its keys and values in place (pipeline/nmt/interface.py). With `ancestry_cache` (a CPU speed-up,
+pipeline/nmt/speedups.py) they are instead one shared cache per layer ("self_cache{i}" [2, T, C, heads, d/heads])
+that reorders never copy, read through the rows' "ancestry" [B, T] (pipeline/nmt/ancestry.py).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from pipeline.nmt.ancestry import AncestryCache, attend_ancestry
 from pipeline.nmt.interface import DecoderState, NMTModel
 
 
@@ -152,9 +155,26 @@ class DecoderLayer(nn.Module):
         x = x + self.dropout(self.cross_attn(self.cross_norm(x), *memory, mask=src_mask))
         return x + self.dropout(self.ff(self.ff_norm(x))), k, v
 
+    def step_through_ancestry(self, x: Tensor, cache: Tensor, ancestry: Tensor, t: int, memory: tuple[Tensor, Tensor],
+                              src_mask: Tensor) -> Tensor:
+        """One position (x [B, 1, d], inference): writes its keys and values at step t of the shared cache
+        [2, T, C, heads, d/heads] and attends through ancestry [B, T] (pipeline/nmt/ancestry.py) -> [B, 1, d]."""
+        attn = self.self_attn
+        h = self.self_norm(x)
+        k, v = attn.keys_values(h)                                  # [B, heads, 1, d/heads]
+        rows = x.shape[0]
+        cache[0, t, :rows] = k[:, :, 0]
+        cache[1, t, :rows] = v[:, :, 0]
+        q = attn.query(h).view(rows, attn.heads, -1)                # [B, heads, d/heads]
+        x = x + attn.out(attend_ancestry(q, cache, ancestry, t + 1).view(rows, 1, -1))
+        x = x + self.cross_attn(self.cross_norm(x), *memory, mask=src_mask)
+        return x + self.ff(self.ff_norm(x))
+
 
 class TransformerModel(NMTModel):
     """Pre-norm Transformer behind the step interface (see the module docstring for the state's tensors)."""
+
+    ancestry_cache = False  # decode with shared self-attention caches (CPU inference; set by apply_speedups)
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__(config)
@@ -194,15 +214,23 @@ class TransformerModel(NMTModel):
             x = layer(x, src_mask[:, None, :])
         memory = self.encoder_norm(x)
         tensors = {"src_mask": src_mask}
+        heads, size = self.config.heads, self.config.model_size // self.config.heads
         for i, layer in enumerate(self.decoder_layers):
             tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
-            empty = memory.new_zeros(src.shape[0], self.config.heads, 0, self.config.model_size // self.config.heads)
+        per_source = {k: 1 if k == "src_mask" else 2 for k in tensors}
+        if self.ancestry_cache and not self.training and src.device.type == "cpu":
+            caches = [AncestryCache.empty(src.shape[0], heads, size, memory.dtype) for _ in self.decoder_layers]
+            tensors["ancestry"] = caches[0][1]
+            return DecoderState(tensors, 0, per_source, {}, {f"self_cache{i}": c for i, (c, _) in enumerate(caches)})
+        for i in range(len(self.decoder_layers)):
+            empty = memory.new_zeros(src.shape[0], heads, 0, size)
             tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
-        return DecoderState(tensors, 0, {k: 1 if k == "src_mask" else 2 for k in tensors if not k.startswith("self_")},
-                            {k: 2 for k in tensors if k.startswith("self_")})
+        return DecoderState(tensors, 0, per_source, {k: 2 for k in tensors if k.startswith("self_")})
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
         """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""
+        if "ancestry" in state.tensors:
+            return self._decode_through_ancestry(state, tokens)
         t = state.tensors
         x = self._embed(self.tgt_embed, tokens, state.time)
         src_mask = t["src_mask"][:, None, :]
@@ -211,6 +239,23 @@ class TransformerModel(NMTModel):
             x, new[f"self_k{i}"], new[f"self_v{i}"] = layer(
                 x, (t[f"self_k{i}"], t[f"self_v{i}"]), state.time, (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
         return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1], state.per_source, state.per_time)
+
+    def _decode_through_ancestry(self, state: DecoderState, tokens: Tensor) -> tuple[Tensor, DecoderState]:
+        """_decode of one position (tokens [B, 1]) with the shared caches of `ancestry_cache`."""
+        if tokens.shape[1] != 1:
+            raise ValueError("a state with shared self-attention caches advances one position at a time")
+        t, rows, tensors = state.time, tokens.shape[0], dict(state.tensors)
+        shared, ancestry = dict(state.shared), tensors["ancestry"]
+        for name in shared:
+            shared[name], ancestry = AncestryCache.room(shared[name], ancestry, t, rows)
+        ancestry[:, t] = torch.arange(rows)
+        tensors["ancestry"] = ancestry
+        x = self._embed(self.tgt_embed, tokens, t)
+        src_mask = tensors["src_mask"][:, None, :]
+        for i, layer in enumerate(self.decoder_layers):
+            x = layer.step_through_ancestry(x, shared[f"self_cache{i}"], ancestry, t,
+                                            (tensors[f"mem_k{i}"], tensors[f"mem_v{i}"]), src_mask)
+        return self.decoder_norm(x), DecoderState(tensors, t + 1, state.per_source, state.per_time, shared)
 
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """prev_tokens [B] -> log-probabilities [B, V] and the state at time + 1."""

@@ -248,3 +248,14 @@ def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path)
     folder = edit_config(tmp_path / "b", "profiles/small.toml", "workers = 2  ", 'reordering = "msd"\nworkers = 2  ')
     with pytest.raises(ConfigError, match="key 'pbmt.reordering' must be one of 'distance', 'msd-bidirectional-fe'"):
         config.load_profile("small", folder)
+
+
+def test_early_exit_enters_the_decoding_hash_only_when_on_and_needs_raw_scores(tmp_path):
+    decode = config.load_profile("small").decode
+    assert not decode.early_exit and "early_exit" not in decode.hashed()  # the artifacts of before keep their ids
+    folder = edit_config(tmp_path, "profiles/small.toml", "early_exit = false", "early_exit = true")
+    assert config.load_profile("small", folder).decode.hashed()["early_exit"] is True
+    path = folder / "profiles/small.toml"
+    path.write_text(path.read_text().replace("length_penalty = 0.0", "length_penalty = 1.0", 1))
+    with pytest.raises(ConfigError, match="'decode.early_exit' needs raw scores"):
+        config.load_profile("small", folder)

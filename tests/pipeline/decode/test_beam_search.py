@@ -69,6 +69,26 @@ def test_pruning_reduces_the_neural_work():
     assert model.steps < full
 
 
+@pytest.mark.parametrize("beam, nbest, threshold", [(2, 1, 0.0), (4, 1, 0.0), (4, 3, 0.0), (6, 2, 0.05)])
+def test_early_exit_returns_algorithm_1s_nbest_lists_in_fewer_steps(beam, nbest, threshold):
+    model = PrefixModel(vocab=7, seed=2, eos_bias=0.5, scale=3.0)  # EOS often on top: many early exits
+    sources = random_sources(16, seed=beam + nbest)
+    paper = search(model, sources, 7, beam=beam, nbest=nbest, threshold=threshold)
+    paper_rows, model.steps = model.steps, 0
+    early = search(model, sources, 7, beam=beam, nbest=nbest, threshold=threshold, early_exit=True)
+    assert [[(h.tokens, h.backoff) for h in hyps] for hyps in early] == \
+        [[(h.tokens, h.backoff) for h in hyps] for hyps in paper]
+    assert [[h.score for h in hyps] for hyps in early] == [[h.score for h in hyps] for hyps in paper]
+    assert model.steps < paper_rows
+
+
+def test_early_exit_needs_raw_scores():
+    with pytest.raises(ValueError, match="early_exit"):
+        SearchSettings(early_exit=True, length_penalty=1.0)
+    with pytest.raises(ValueError, match="early_exit"):
+        SearchSettings(early_exit=True, weight=-0.5)
+
+
 def test_beam_one_equals_greedy_decoding_on_the_fake_model():
     model = PrefixModel(vocab=7, seed=2, eos_bias=-1.5)
     sources = random_sources(16, seed=2)
