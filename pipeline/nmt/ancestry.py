@@ -1,5 +1,6 @@
-"""Self-attention over a cache that beam reorders never copy: each row reads its keys and values through its
-ancestors (a CPU decoding speed-up of the Transformer, CpuSpeedups.ancestry_cache).
+"""Attention over caches that beam reorders never copy: each row reads its self-attention keys and values through
+its ancestors, and its source's through its sentence (a CPU decoding speed-up of the Transformer,
+CpuSpeedups.ancestry_cache).
 
 In incremental decoding, every beam reorder gives each new row the self-attention cache of its parent row. Copying
 those caches (t entries per row, two per layer) is as much memory traffic as the attention itself. Here the keys
@@ -9,28 +10,33 @@ and values of step t are written once, for the rows of step t, into a cache shar
     ancestry [R, T] int64        ancestry[r, t] the row of step t that row r descends from (row r itself at t)
 
 A reorder selects rows of `ancestry` (T integers per row) and leaves the cache alone; step t's query of row r
-attends over cache[:, u, ancestry[r, u]] for u <= t. The result is the attention of the copied caches, rounded
-differently (the kernel sums in another order than scaled_dot_product_attention): within 1e-5 of it on unit
-inputs (tests/pipeline/nmt/test_ancestry.py).
+attends over cache[:, u, ancestry[r, u]] for u <= t. The source side is kept once per sentence the same way: the
+cross-attention keys and values [N, S, heads, d] and the source lengths [N] are shared, and each row holds its
+sentence's index (`sentence` [R]), so neither beam expansion nor the end of a sentence copies them.
+
+The results are those of attention over copied caches, rounded differently (the kernels sum in another order than
+scaled_dot_product_attention): within 1e-5 on unit inputs (tests/pipeline/nmt/test_ancestry.py). The kernels run
+on one thread: numba's parallel loops start its OpenMP threading layer, and once that runs, torch's small
+operations in the same process take about 5x longer on the 2-core machines of docs/RESULTS.md (a layer norm of
+64 x 256: 16 -> 90 microseconds).
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import njit
 from torch import Tensor
 
-__all__ = ["AncestryCache", "attend_ancestry"]
+__all__ = ["AncestryCache", "attend_ancestry", "attend_sources"]
 
 
-@njit(parallel=True, fastmath={"reassoc", "contract", "nsz", "arcp"}, cache=True)
+@njit(fastmath={"reassoc", "contract", "nsz", "arcp"}, cache=True)
 def _attend(query: np.ndarray, cache: np.ndarray, ancestry: np.ndarray, length: int, scale: float,
             out: np.ndarray) -> None:
     """out[r, h] = softmax_u(scale * query[r, h] . keys[u, r, h]) . values[u, r, h] over u < length, where
     keys/values[u, r] = cache[0/1, u, ancestry[r, u]]."""
     rows, heads, size = query.shape
-    for rh in prange(rows * heads):
+    for rh in range(rows * heads):
         r, h = rh // heads, rh % heads
         logits = np.empty(length, dtype=np.float32)
         top = -np.inf
@@ -54,11 +60,51 @@ def _attend(query: np.ndarray, cache: np.ndarray, ancestry: np.ndarray, length: 
                 out[r, h, d] += weight * cache[1, u, j, h, d]
 
 
+@njit(fastmath={"reassoc", "contract", "nsz", "arcp"}, cache=True)
+def _attend_sources(query: np.ndarray, keys: np.ndarray, values: np.ndarray, sentence: np.ndarray,
+                    lengths: np.ndarray, scale: float, out: np.ndarray) -> None:
+    """out[r, h] = softmax_s(scale * query[r, h] . keys[n, s, h]) . values[n, s, h] over s < lengths[n], with
+    n = sentence[r]."""
+    rows, heads, size = query.shape
+    for rh in range(rows * heads):
+        r, h = rh // heads, rh % heads
+        n = sentence[r]
+        length = lengths[n]
+        logits = np.empty(length, dtype=np.float32)
+        top = -np.inf
+        for u in range(length):
+            dot = np.float32(0.0)
+            for d in range(size):
+                dot += query[r, h, d] * keys[n, u, h, d]
+            dot *= scale
+            logits[u] = dot
+            top = max(top, dot)
+        total = np.float32(0.0)
+        for u in range(length):
+            logits[u] = np.exp(logits[u] - top)
+            total += logits[u]
+        for d in range(size):
+            out[r, h, d] = 0.0
+        for u in range(length):
+            weight = logits[u] / total
+            for d in range(size):
+                out[r, h, d] += weight * values[n, u, h, d]
+
+
+def attend_sources(query: Tensor, keys: Tensor, values: Tensor, sentence: Tensor, lengths: Tensor) -> Tensor:
+    """Single-query cross-attention of rows over their sentence's source, kept once per sentence: query
+    [R, heads, d] (float32, CPU), keys and values [N, S, heads, d], sentence [R] (each row's sentence), lengths [N]
+    -> [R, heads, d]; scale 1/sqrt(d)."""
+    out = torch.empty_like(query)
+    _attend_sources(query.contiguous().numpy(), keys.numpy(), values.numpy(), sentence.numpy(), lengths.numpy(),
+                    np.float32(query.shape[-1] ** -0.5), out.numpy())
+    return out
+
+
 def attend_ancestry(query: Tensor, cache: Tensor, ancestry: Tensor, length: int) -> Tensor:
     """Single-query attention of rows through their ancestry: query [R, heads, d] (float32, CPU), cache
     [2, T, C, heads, d], ancestry [R, T] -> [R, heads, d] over the first `length` steps; scale 1/sqrt(d)."""
     out = torch.empty_like(query)
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     _attend(query.contiguous().numpy(), cache.numpy(), ancestry.numpy(), length, np.float32(query.shape[-1] ** -0.5),
             out.numpy())
     return out

@@ -10,7 +10,9 @@ once at `encode` ("mem_k{i}", "mem_v{i}" [B, heads, S, d/heads]); "src_mask" [B,
 The self-attention caches are the state's per_time tensors: a reorder leaves a free entry at t, where the next step
 writes its keys and values in place (pipeline/nmt/interface.py). With `ancestry_cache` (a CPU speed-up,
 pipeline/nmt/speedups.py) they are instead one shared cache per layer ("self_cache{i}" [2, T, C, heads, d/heads])
-that reorders never copy, read through the rows' "ancestry" [B, T] (pipeline/nmt/ancestry.py).
+that reorders never copy, read through the rows' "ancestry" [B, T], and the source keys and values are kept once per
+sentence ("mem_k{i}", "mem_v{i}" [N, S, heads, d/heads], shared), read through the rows' "sentence" [B]
+(pipeline/nmt/ancestry.py).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pipeline.nmt.ancestry import AncestryCache, attend_ancestry
+from pipeline.nmt.ancestry import AncestryCache, attend_ancestry, attend_sources
 from pipeline.nmt.interface import DecoderState, NMTModel
 
 
@@ -156,18 +158,20 @@ class DecoderLayer(nn.Module):
         return x + self.dropout(self.ff(self.ff_norm(x))), k, v
 
     def step_through_ancestry(self, x: Tensor, cache: Tensor, ancestry: Tensor, t: int, memory: tuple[Tensor, Tensor],
-                              src_mask: Tensor) -> Tensor:
+                              sentence: Tensor, src_lengths: Tensor) -> Tensor:
         """One position (x [B, 1, d], inference): writes its keys and values at step t of the shared cache
-        [2, T, C, heads, d/heads] and attends through ancestry [B, T] (pipeline/nmt/ancestry.py) -> [B, 1, d]."""
-        attn = self.self_attn
+        [2, T, C, heads, d/heads], attends through ancestry [B, T], and over the source keys and values of its
+        sentence (memory [N, S, heads, d/heads] each, sentence [B], src_lengths [N]; pipeline/nmt/ancestry.py)
+        -> [B, 1, d]."""
+        attn, cross, rows = self.self_attn, self.cross_attn, x.shape[0]
         h = self.self_norm(x)
         k, v = attn.keys_values(h)                                  # [B, heads, 1, d/heads]
-        rows = x.shape[0]
         cache[0, t, :rows] = k[:, :, 0]
         cache[1, t, :rows] = v[:, :, 0]
         q = attn.query(h).view(rows, attn.heads, -1)                # [B, heads, d/heads]
         x = x + attn.out(attend_ancestry(q, cache, ancestry, t + 1).view(rows, 1, -1))
-        x = x + self.cross_attn(self.cross_norm(x), *memory, mask=src_mask)
+        q = cross.query(self.cross_norm(x)).view(rows, cross.heads, -1)
+        x = x + cross.out(attend_sources(q, *memory, sentence, src_lengths).view(rows, 1, -1))
         return x + self.ff(self.ff_norm(x))
 
 
@@ -213,19 +217,29 @@ class TransformerModel(NMTModel):
         for layer in self.encoder_layers:
             x = layer(x, src_mask[:, None, :])
         memory = self.encoder_norm(x)
-        tensors = {"src_mask": src_mask}
         heads, size = self.config.heads, self.config.model_size // self.config.heads
+        if self.ancestry_cache and not self.training and src.device.type == "cpu":
+            return self._encoded_for_ancestry(memory, src_lengths)
+        tensors = {"src_mask": src_mask}
         for i, layer in enumerate(self.decoder_layers):
             tensors[f"mem_k{i}"], tensors[f"mem_v{i}"] = layer.cross_attn.keys_values(memory)
         per_source = {k: 1 if k == "src_mask" else 2 for k in tensors}
-        if self.ancestry_cache and not self.training and src.device.type == "cpu":
-            caches = [AncestryCache.empty(src.shape[0], heads, size, memory.dtype) for _ in self.decoder_layers]
-            tensors["ancestry"] = caches[0][1]
-            return DecoderState(tensors, 0, per_source, {}, {f"self_cache{i}": c for i, (c, _) in enumerate(caches)})
         for i in range(len(self.decoder_layers)):
             empty = memory.new_zeros(src.shape[0], heads, 0, size)
             tensors[f"self_k{i}"], tensors[f"self_v{i}"] = empty, empty
         return DecoderState(tensors, 0, per_source, {k: 2 for k in tensors if k.startswith("self_")})
+
+    def _encoded_for_ancestry(self, memory: Tensor, src_lengths: Tensor) -> DecoderState:
+        """The state of `ancestry_cache` for memory [N, S, d]: per row its sentence and ancestry; shared, the source
+        keys and values [N, S, heads, d/heads] of each layer, the source lengths and the self-attention caches."""
+        n, s, _ = memory.shape
+        heads, size = self.config.heads, self.config.model_size // self.config.heads
+        shared = {"src_lengths": src_lengths.to(memory.device, torch.int64)}
+        for i, layer in enumerate(self.decoder_layers):
+            shared[f"mem_k{i}"] = layer.cross_attn.key(memory).view(n, s, heads, size)
+            shared[f"mem_v{i}"] = layer.cross_attn.value(memory).view(n, s, heads, size)
+            shared[f"self_cache{i}"], ancestry = AncestryCache.empty(n, heads, size, memory.dtype)
+        return DecoderState({"sentence": torch.arange(n), "ancestry": ancestry}, 0, {}, {}, shared)
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
         """tokens [B, L] from position state.time -> decoder output [B, L, d] and the state with L more positions."""
@@ -246,15 +260,15 @@ class TransformerModel(NMTModel):
             raise ValueError("a state with shared self-attention caches advances one position at a time")
         t, rows, tensors = state.time, tokens.shape[0], dict(state.tensors)
         shared, ancestry = dict(state.shared), tensors["ancestry"]
-        for name in shared:
-            shared[name], ancestry = AncestryCache.room(shared[name], ancestry, t, rows)
+        for i in range(len(self.decoder_layers)):
+            shared[f"self_cache{i}"], ancestry = AncestryCache.room(shared[f"self_cache{i}"], ancestry, t, rows)
         ancestry[:, t] = torch.arange(rows)
         tensors["ancestry"] = ancestry
         x = self._embed(self.tgt_embed, tokens, t)
-        src_mask = tensors["src_mask"][:, None, :]
         for i, layer in enumerate(self.decoder_layers):
             x = layer.step_through_ancestry(x, shared[f"self_cache{i}"], ancestry, t,
-                                            (tensors[f"mem_k{i}"], tensors[f"mem_v{i}"]), src_mask)
+                                            (shared[f"mem_k{i}"], shared[f"mem_v{i}"]), tensors["sentence"],
+                                            shared["src_lengths"])
         return self.decoder_norm(x), DecoderState(tensors, t + 1, state.per_source, state.per_time, shared)
 
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pipeline.decode import SearchSettings, decode_sources
-from pipeline.nmt.ancestry import AncestryCache, attend_ancestry
+from pipeline.nmt.ancestry import AncestryCache, attend_ancestry, attend_sources
 from pipeline.nmt.interface import DecoderState, Ensemble
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
 from tests.pipeline.nmt.conftest import make_model
@@ -39,6 +39,22 @@ def test_the_kernel_equals_attention_over_the_gathered_caches(rows, length, capa
     got = attend_ancestry(query, cache, ancestry, length)
     assert got.dtype == torch.float32 and got.shape == (rows, heads, size)
     torch.testing.assert_close(got.double(), brute_force(query, cache, ancestry, length), atol=TOLERANCE, rtol=0)
+
+
+def test_the_source_kernel_equals_masked_attention_over_each_row_s_sentence():
+    generator = torch.Generator().manual_seed(7)
+    sentences, longest, heads, size, rows = 3, 9, 2, 8, 7
+    keys = torch.randn(sentences, longest, heads, size, generator=generator)
+    values = torch.randn(sentences, longest, heads, size, generator=generator)
+    lengths = torch.tensor([9, 1, 5])
+    sentence = torch.tensor([2, 0, 0, 1, 2, 2, 1])
+    query = torch.randn(rows, heads, size, generator=generator)
+    mask = (torch.arange(longest)[None, :] < lengths[:, None])[sentence]                        # [rows, S]
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        query.double()[:, :, None], keys[sentence].double().transpose(1, 2), values[sentence].double().transpose(1, 2),
+        attn_mask=mask[:, None, None])[:, :, 0]
+    got = attend_sources(query, keys, values, sentence, lengths)
+    torch.testing.assert_close(got.double(), expected, atol=TOLERANCE, rtol=0)
 
 
 def test_the_cache_grows_in_steps_and_rows_and_keeps_what_it_holds():
