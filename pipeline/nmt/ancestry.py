@@ -27,10 +27,26 @@ import torch
 from numba import njit
 from torch import Tensor
 
-__all__ = ["AncestryCache", "attend_ancestry", "attend_sources"]
+__all__ = ["attend_ancestry", "attend_sources", "cache_room", "empty_cache"]
 
 
-@njit(fastmath={"reassoc", "contract", "nsz", "arcp"}, cache=True)
+FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+
+
+@njit(fastmath=FASTMATH, cache=True)
+def _softmax_in_place(logits: np.ndarray) -> None:
+    """logits [L] (float32) -> their softmax, in place."""
+    top = logits.max()
+    total = np.float32(0.0)
+    for u in range(logits.shape[0]):
+        logits[u] = np.exp(logits[u] - top)
+        total += logits[u]
+    inverse = np.float32(1.0) / total
+    for u in range(logits.shape[0]):
+        logits[u] *= inverse
+
+
+@njit(fastmath=FASTMATH, cache=True)
 def _attend(query: np.ndarray, cache: np.ndarray, ancestry: np.ndarray, length: int, scale: float,
             out: np.ndarray) -> None:
     """out[r, h] = softmax_u(scale * query[r, h] . keys[u, r, h]) . values[u, r, h] over u < length, where
@@ -39,28 +55,21 @@ def _attend(query: np.ndarray, cache: np.ndarray, ancestry: np.ndarray, length: 
     for rh in range(rows * heads):
         r, h = rh // heads, rh % heads
         logits = np.empty(length, dtype=np.float32)
-        top = -np.inf
         for u in range(length):
             j = ancestry[r, u]
             dot = np.float32(0.0)
             for d in range(size):
                 dot += query[r, h, d] * cache[0, u, j, h, d]
-            dot *= scale
-            logits[u] = dot
-            top = max(top, dot)
-        total = np.float32(0.0)
+            logits[u] = dot * scale
+        _softmax_in_place(logits)
+        out[r, h] = 0.0
         for u in range(length):
-            logits[u] = np.exp(logits[u] - top)
-            total += logits[u]
-        for d in range(size):
-            out[r, h, d] = 0.0
-        for u in range(length):
-            j, weight = ancestry[r, u], logits[u] / total
+            j, weight = ancestry[r, u], logits[u]
             for d in range(size):
                 out[r, h, d] += weight * cache[1, u, j, h, d]
 
 
-@njit(fastmath={"reassoc", "contract", "nsz", "arcp"}, cache=True)
+@njit(fastmath=FASTMATH, cache=True)
 def _attend_sources(query: np.ndarray, keys: np.ndarray, values: np.ndarray, sentence: np.ndarray,
                     lengths: np.ndarray, scale: float, out: np.ndarray) -> None:
     """out[r, h] = softmax_s(scale * query[r, h] . keys[n, s, h]) . values[n, s, h] over s < lengths[n], with
@@ -71,22 +80,15 @@ def _attend_sources(query: np.ndarray, keys: np.ndarray, values: np.ndarray, sen
         n = sentence[r]
         length = lengths[n]
         logits = np.empty(length, dtype=np.float32)
-        top = -np.inf
         for u in range(length):
             dot = np.float32(0.0)
             for d in range(size):
                 dot += query[r, h, d] * keys[n, u, h, d]
-            dot *= scale
-            logits[u] = dot
-            top = max(top, dot)
-        total = np.float32(0.0)
+            logits[u] = dot * scale
+        _softmax_in_place(logits)
+        out[r, h] = 0.0
         for u in range(length):
-            logits[u] = np.exp(logits[u] - top)
-            total += logits[u]
-        for d in range(size):
-            out[r, h, d] = 0.0
-        for u in range(length):
-            weight = logits[u] / total
+            weight = logits[u]
             for d in range(size):
                 out[r, h, d] += weight * values[n, u, h, d]
 
@@ -110,27 +112,24 @@ def attend_ancestry(query: Tensor, cache: Tensor, ancestry: Tensor, length: int)
     return out
 
 
-class AncestryCache:
-    """Growth of the shared cache and of the ancestry table (capacities double, so a step rarely copies)."""
+def empty_cache(rows: int, heads: int, size: int, dtype: torch.dtype = torch.float32,
+                steps: int = 16) -> tuple[Tensor, Tensor]:
+    """A cache [2, steps, rows, heads, size] and an ancestry [rows, steps] for `rows` rows at step 0 (capacities
+    double as they grow in cache_room, so a step rarely copies)."""
+    return (torch.empty(2, steps, rows, heads, size, dtype=dtype),
+            torch.zeros(rows, steps, dtype=torch.int64))
 
-    @staticmethod
-    def empty(rows: int, heads: int, size: int, dtype: torch.dtype = torch.float32,
-              steps: int = 16) -> tuple[Tensor, Tensor]:
-        """A cache [2, steps, rows, heads, size] and an ancestry [rows, steps] for `rows` rows at step 0."""
-        return (torch.empty(2, steps, rows, heads, size, dtype=dtype),
-                torch.zeros(rows, steps, dtype=torch.int64))
 
-    @staticmethod
-    def room(cache: Tensor, ancestry: Tensor, step: int, rows: int) -> tuple[Tensor, Tensor]:
-        """The cache and ancestry with room for step `step` of `rows` rows (grown copies when they lack it)."""
-        _, steps, capacity, heads, size = cache.shape
-        if step >= steps or rows > capacity:
-            grown = cache.new_empty(2, max(steps, 2 * step if step >= steps else steps),
-                                    max(capacity, rows), heads, size)
-            grown[:, :steps, :capacity] = cache
-            cache = grown
-        if step >= ancestry.shape[1]:
-            grown_ancestry = ancestry.new_zeros(ancestry.shape[0], cache.shape[1])
-            grown_ancestry[:, :ancestry.shape[1]] = ancestry
-            ancestry = grown_ancestry
-        return cache, ancestry
+def cache_room(cache: Tensor, ancestry: Tensor, step: int, rows: int) -> tuple[Tensor, Tensor]:
+    """The cache and ancestry with room for step `step` of `rows` rows (grown copies when they lack it)."""
+    _, steps, capacity, heads, size = cache.shape
+    if step >= steps or rows > capacity:
+        grown = cache.new_empty(2, max(steps, 2 * step if step >= steps else steps),
+                                max(capacity, rows), heads, size)
+        grown[:, :steps, :capacity] = cache
+        cache = grown
+    if step >= ancestry.shape[1]:
+        grown_ancestry = ancestry.new_zeros(ancestry.shape[0], cache.shape[1])
+        grown_ancestry[:, :ancestry.shape[1]] = ancestry
+        ancestry = grown_ancestry
+    return cache, ancestry

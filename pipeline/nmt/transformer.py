@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from pipeline.nmt.ancestry import AncestryCache, attend_ancestry, attend_sources
+from pipeline.nmt.ancestry import attend_ancestry, attend_sources, cache_room, empty_cache
 from pipeline.nmt.interface import DecoderState, NMTModel
 
 
@@ -238,7 +238,7 @@ class TransformerModel(NMTModel):
         for i, layer in enumerate(self.decoder_layers):
             shared[f"mem_k{i}"] = layer.cross_attn.key(memory).view(n, s, heads, size)
             shared[f"mem_v{i}"] = layer.cross_attn.value(memory).view(n, s, heads, size)
-            shared[f"self_cache{i}"], ancestry = AncestryCache.empty(n, heads, size, memory.dtype)
+            shared[f"self_cache{i}"], ancestry = empty_cache(n, heads, size, memory.dtype)
         return DecoderState({"sentence": torch.arange(n), "ancestry": ancestry}, 0, {}, {}, shared)
 
     def _decode(self, state: DecoderState, tokens: Tensor, causal: bool) -> tuple[Tensor, DecoderState]:
@@ -261,7 +261,7 @@ class TransformerModel(NMTModel):
         t, rows, tensors = state.time, tokens.shape[0], dict(state.tensors)
         shared, ancestry = dict(state.shared), tensors["ancestry"]
         for i in range(len(self.decoder_layers)):
-            shared[f"self_cache{i}"], ancestry = AncestryCache.room(shared[f"self_cache{i}"], ancestry, t, rows)
+            shared[f"self_cache{i}"], ancestry = cache_room(shared[f"self_cache{i}"], ancestry, t, rows)
         ancestry[:, t] = torch.arange(rows)
         tensors["ancestry"] = ancestry
         x = self._embed(self.tgt_embed, tokens, t)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pipeline.decode import SearchSettings, decode_sources
-from pipeline.nmt.ancestry import AncestryCache, attend_ancestry, attend_sources
+from pipeline.nmt.ancestry import attend_ancestry, attend_sources, cache_room, empty_cache
 from pipeline.nmt.interface import DecoderState, Ensemble
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
 from tests.pipeline.nmt.conftest import make_model
@@ -58,13 +58,13 @@ def test_the_source_kernel_equals_masked_attention_over_each_row_s_sentence():
 
 
 def test_the_cache_grows_in_steps_and_rows_and_keeps_what_it_holds():
-    cache, ancestry = AncestryCache.empty(rows=2, heads=1, size=3, steps=2)
+    cache, ancestry = empty_cache(rows=2, heads=1, size=3, steps=2)
     cache[:, :2, :2] = torch.arange(24, dtype=torch.float32).view(2, 2, 2, 1, 3)
     ancestry[:, :2] = torch.tensor([[0, 1], [1, 0]])
-    grown, grown_ancestry = AncestryCache.room(cache, ancestry, step=2, rows=5)
+    grown, grown_ancestry = cache_room(cache, ancestry, step=2, rows=5)
     assert grown.shape == (2, 4, 5, 1, 3) and grown_ancestry.shape == (2, 4)
     assert torch.equal(grown[:, :2, :2], cache) and torch.equal(grown_ancestry[:, :2], ancestry)
-    same, same_ancestry = AncestryCache.room(grown, grown_ancestry, step=3, rows=5)
+    same, same_ancestry = cache_room(grown, grown_ancestry, step=3, rows=5)
     assert same is grown and same_ancestry is grown_ancestry  # room enough: no copy
 
 
