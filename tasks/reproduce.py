@@ -24,6 +24,7 @@ from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
+from tasks.schedule import prioritise, task_graph
 from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
 log = logging.getLogger("reproduce-table")
 
@@ -100,19 +101,6 @@ def share_the_scheduler() -> None:
         config.set("worker", "max_keep_alive_idle_duration", f"{idle} minutes")
 
 
-def task_graph(reports: list[luigi.Task]) -> list[luigi.Task]:
-    """Every task the reports require, each once (depth first)."""
-    seen, todo, tasks = set(), list(reports), []
-    while todo:
-        task = todo.pop()
-        if task.task_id in seen:
-            continue
-        seen.add(task.task_id)
-        tasks.append(task)
-        todo.extend(luigi.task.flatten(task.requires()))
-    return tasks
-
-
 def artifact_graph(reports: list[luigi.Task]) -> dict[Path, list[Path]]:
     """{artifact folder: the artifact folders it is built from} over the reports' task graph (tasks without a
     folder of their own, such as the reports, pass their inputs through)."""
@@ -168,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                           variants=variants if t in table2 else (), **shared) for t in tasks]
 
     started = time.time()
+    prioritise(reports)
     if args.scheduler_host:
         share_the_scheduler()
     scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}

@@ -1,0 +1,83 @@
+"""Which ready task a worker takes first: the one with the longest expected work still ahead of it.
+
+Luigi hands a free worker the ready task of highest `priority` (ties: the one added first). Left at 0, the tasks
+of the first report run before those of the next, so the last translation task's whole chain (its NMT training,
+tuning and decodings, one after another) ran at the end of a small-profile run with the other worker idle. Here
+every task's priority is its upward rank, as in list scheduling (HEFT, Topcuoglu et al. 2002): its own expected
+minutes plus the largest rank among the tasks that need it. The heads of long chains (alignment, NMT training)
+then start first on every translation task, and what is left at the end is short leaves (decodings, BLEU).
+
+Priorities only order the work; no artifact depends on them.
+"""
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Mapping, Sequence
+
+import luigi
+
+#: Expected build minutes of one artifact of each stage (folder name), from the small profile's stage-time table
+#: on a 2-core machine (results/small/stage_times.md divided by the artifacts of each stage). Only their ratios
+#: matter; a stage not listed counts as DEFAULT_MINUTES.
+STAGE_MINUTES: Mapping[str, float] = {
+    "tokenized": 0.1, "truecaser": 0.1, "truecased": 0.05, "bpe": 0.9, "subwords": 0.1, "vocab": 0.02,
+    "roundtrip": 0.02, "lm": 0.1, "align": 2.0, "phrases": 2.6, "mert": 1.1, "pbmt": 0.5, "lmatrix": 1.0,
+    "acceptors": 0.3, "nmt": 5.5, "nmt-average": 0.02, "nmt-system": 0.02, "lmbr-tuning": 2.0,
+    "search-tuning": 0.3, "rescoring-tuning": 0.4, "mbr-tuning": 1.0, "nmt-decode": 1.3, "lattice-mbr": 0.5,
+    "speed": 3.5, "bleu": 0.03, "significance": 0.1,
+}
+DEFAULT_MINUTES = 0.1
+
+
+def task_graph(roots: Iterable[luigi.Task]) -> list[luigi.Task]:
+    """Every task the roots require, the roots included, each once (depth first)."""
+    seen, todo, tasks = set(), list(roots), []
+    while todo:
+        task = todo.pop()
+        if task.task_id in seen:
+            continue
+        seen.add(task.task_id)
+        tasks.append(task)
+        todo.extend(luigi.task.flatten(task.requires()))
+    return tasks
+
+
+def upward_ranks(needs: Mapping[Hashable, Sequence[Hashable]],
+                 minutes: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    """{node: its minutes + the largest rank of the nodes that need it} over a DAG given as {node: its inputs}.
+    Every node named anywhere gets a rank (a node without minutes counts 0)."""
+    users: dict[Hashable, list[Hashable]] = {}
+    for node, inputs in needs.items():
+        users.setdefault(node, [])
+        for needed in inputs:
+            users.setdefault(needed, []).append(node)
+    ranks: dict[Hashable, float] = {}
+    for start in users:
+        todo = [(start, False)]
+        while todo:  # iterative depth first over the users: a paper run's graphs are deep
+            node, ready = todo.pop()
+            if node in ranks:
+                continue
+            if not ready:
+                todo.append((node, True))
+                todo.extend((user, False) for user in users[node] if user not in ranks)
+                continue
+            ranks[node] = minutes.get(node, 0.0) + max((ranks[user] for user in users[node]), default=0.0)
+    return ranks
+
+
+def expected_minutes(task: luigi.Task) -> float:
+    """A task's expected build minutes by its stage; tasks without an artifact (reports) count 0."""
+    stage = getattr(task, "stage", "")
+    return STAGE_MINUTES.get(stage, DEFAULT_MINUTES) if stage else 0.0
+
+
+def prioritise(roots: Iterable[luigi.Task]) -> dict[str, float]:
+    """Set each task's Luigi `priority` to its upward rank (in hundredths of a minute) over the graph of the roots
+    and their requirements; returns {task id: rank in minutes}. Luigi keeps one instance per task id, so the
+    instances the workers later reach through requires() carry these priorities."""
+    seen = {task.task_id: task for task in task_graph(roots)}
+    needs = {tid: [dep.task_id for dep in luigi.task.flatten(task.requires())] for tid, task in seen.items()}
+    ranks = upward_ranks(needs, {tid: expected_minutes(task) for tid, task in seen.items()})
+    for tid, task in seen.items():
+        task.priority = round(100 * ranks[tid])
+    return ranks
