@@ -69,19 +69,24 @@ def _choose(value: str, known: tuple[str, ...], default: tuple[str, ...], what: 
     return chosen
 
 
+def _progress(line: str) -> None:
+    """One line of the run's progress on stderr, after the time of day (UTC)."""
+    print(f"{time.strftime('%H:%M:%S', time.gmtime())} {line}", file=sys.stderr, flush=True)
+
+
 @luigi.Task.event_handler(luigi.Event.START)
 def _started(task: luigi.Task) -> None:
-    print(f"[start] {task}", file=sys.stderr, flush=True)
+    _progress(f"[start] {task}")
 
 
 @luigi.Task.event_handler(luigi.Event.FAILURE)
 def _failed(task: luigi.Task, exception: BaseException) -> None:
-    print(f"[FAILED] {task}: {exception}", file=sys.stderr, flush=True)
+    _progress(f"[FAILED] {task}: {exception}")
 
 
 @luigi.Task.event_handler(luigi.Event.PROCESSING_TIME)
 def _finished(task: luigi.Task, seconds: float) -> None:
-    print(f"[done] {task} ({seconds:.1f} s)", file=sys.stderr, flush=True)
+    _progress(f"[done] {task} ({seconds:.1f} s)")
 
 
 def task_processes(processes: int | None, workers: int) -> int | None:

@@ -264,7 +264,7 @@ def test_two_workers_on_one_luigid_build_the_dag_once(setup, reference, tmp_path
     # Which worker runs which task is up to the machine's timing (one may find the DAG done or taken when it
     # arrives); what the central scheduler guarantees is that both are its clients and no task runs twice.
     assert {w.pid for w in workers} <= clients, "both workers scheduled through luigid"
-    started = [line for err in errors for line in err.splitlines() if line.startswith("[start]")]
+    started = [line.split(" ", 1)[1] for err in errors for line in err.splitlines() if " [start] " in line]
     assert started, "the DAG was built"
     assert len(started) == len(set(started)), "a task ran twice"
     assert scores(setup, "shared") == reference["scores"]
