@@ -179,8 +179,10 @@ def test_scancel_of_running_jobs_fails_with_the_log_then_resumes(setup, referenc
     for cancelled in range(10):
         process = start(setup, "scancelled", scheduler="slurm")
         job = _cancel_a_running_job(process, skip=rng.randrange(2), delay=rng.uniform(0.0, 0.5))
-        if job is None:
-            pytest.fail(f"the run completed before cancel {cancelled + 1}")
+        if job is None:  # every batch job of the DAG has run (the longest chains go first): enough cancels seen
+            assert cancelled >= 3, f"the run completed before cancel {cancelled + 1}"
+            assert process.wait(timeout=600) == 0
+            break
         out, err = process.communicate(timeout=600)
         assert process.returncode == 1
         message = re.search(rf"Slurm job {job} for (\S+) of ger-eng ended CANCELLED[^;]*; log: (\S+)", err)
