@@ -111,11 +111,15 @@ class NmtTrainingProfile:
     average_checkpoints: int  # the last K checkpoints averaged into the decoded model (1: the last alone)
     valid_sentences: int  # first N tuning sentences for validation; 0: all
     ranks: int = 1  # data-parallel processes per node (DDP, pipeline/nmt/distributed.py); 0: one per visible GPU
-    precision: str = "fp32"  # "fp32", "bf16" or "fp16" autocast (fp16 with a gradient scaler); CUDA only
+    # "fp32", "bf16" or "fp16" autocast (fp16 with a gradient scaler) on CUDA; "auto": bf16 where the hardware
+    # computes it natively (CUDA with bfloat16, a CPU with avx512_bf16 or AMX), fp32 elsewhere
+    precision: str = "fp32"
+    update_freq: int = 1  # batches of max_tokens accumulated into one update (gradient accumulation)
+    compile: bool = False  # torch.compile the model for training (the same maths, fused kernels)
 
 
-#: Training precisions; on the CPU every one trains in fp32 (pipeline/nmt/precision.py).
-PRECISIONS = ("fp32", "bf16", "fp16")
+#: Training precisions (pipeline/nmt/precision.py says what each becomes on a device).
+PRECISIONS = ("fp32", "bf16", "fp16", "auto")
 
 
 @dataclass(frozen=True)
@@ -140,8 +144,12 @@ class TransformerProfile:
     model_size: int
     heads: int
     ff_size: int
-    dropout: float
+    dropout: float  # on the embeddings and on each sub-layer's output before the residual sum
     training: NmtTrainingProfile
+    # fairseq's defaults, 0: attention dropout keeps the fused attention kernel off, and the feed-forward's
+    # activation dropout draws 4x as many random numbers as the residual dropout of a layer
+    attention_dropout: float = 0.0  # on the attention weights
+    activation_dropout: float = 0.0  # on the feed-forward ReLU's output
 
 
 @dataclass(frozen=True)
@@ -170,10 +178,13 @@ class NmtProfile:
                  "must be between 1 and keep_checkpoints"),
                 ("training.ranks", t.ranks >= 0, "must be 0 (one per GPU) or a positive number of processes"),
                 ("training.precision", t.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
+                ("training.update_freq", t.update_freq >= 1, "must be at least 1"),
             ]
             if arch == "transformer":
                 checks.append(("heads", model.heads > 0 and model.model_size % model.heads == 0,
                                "must divide model_size"))
+                checks += [(key, 0 <= getattr(model, key) < 1, "must be in [0, 1)")
+                           for key in ("attention_dropout", "activation_dropout")]
             found += [(f"{arch}.{key}", problem) for key, ok, problem in checks if not ok]
         return found
 

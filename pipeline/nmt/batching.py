@@ -5,13 +5,17 @@ length) so that ties stay shuffled, cut the sorted run into batches whose padded
 included) stays within `max_tokens`, then shuffle the batch order. An epoch's batches depend only on (seed, epoch),
 so the position (epoch, index of the next batch) is all a resumed run needs to continue exactly where it stopped.
 
+An update may accumulate several batches (`update_freq`); UpdateStream groups them and, on a GPU, prepares the
+next update on a worker thread (pinned memory, non-blocking copies) while the current one trains.
+
 Sequences: a source is its token ids followed by EOS; a target is fed as BOS + ids (decoder input) and predicted as
 ids + EOS (decoder output). Ids and specials come from the Vocabulary.
 """
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -37,9 +41,14 @@ class Batch:
         """Real (unpadded) target tokens predicted, EOS included."""
         return int(self.tgt_lengths.sum())
 
-    def to(self, device: torch.device | str) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.src_lengths, self.tgt_in, self.tgt_out,
-                                              self.tgt_lengths, self.ids)))
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        return Batch(*(t.to(device, non_blocking=non_blocking) for t in (self.src, self.src_lengths, self.tgt_in,
+                                                                          self.tgt_out, self.tgt_lengths, self.ids)))
+
+    def pin_memory(self) -> "Batch":
+        """The batch in page-locked memory, so that a copy to a GPU can overlap computation."""
+        return Batch(*(t.pin_memory() for t in (self.src, self.src_lengths, self.tgt_in, self.tgt_out,
+                                                self.tgt_lengths, self.ids)))
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
@@ -128,3 +137,49 @@ class BatchStream:
         batch = self._batches[self.index]
         self.index += 1
         return batch
+
+
+@dataclass
+class UpdateBatches:
+    """The batches of one update: the global batches' example ids, this rank's part of each (collated, on the
+    device, with its weight: 0 for a stand-in row when the rank's part was empty) and the global target tokens."""
+
+    ids: list[np.ndarray]
+    parts: list[tuple[Batch, float]]
+    target_tokens: int
+
+
+class UpdateStream:
+    """The updates of a BatchStream: `update_freq` batches each, prepared by `prepare` (collation and the copy to
+    the device). With `prefetch` the next update is prepared on a worker thread while the current one trains.
+
+    `position` is the stream's position after the updates handed out so far, not after the one prepared ahead:
+    that is what a checkpoint saves, so a resumed run sees the same batches.
+    """
+
+    def __init__(self, stream: BatchStream, update_freq: int,
+                 prepare: Callable[[list[np.ndarray]], UpdateBatches], prefetch: bool = False) -> None:
+        if update_freq < 1:
+            raise ValueError(f"update_freq {update_freq}: must be at least 1")
+        self.stream, self.update_freq, self.prepare = stream, update_freq, prepare
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="batches") if prefetch else None
+        self._ahead: tuple[dict[str, int], Future | UpdateBatches] | None = None
+        self.position = stream.position
+
+    def _draw(self) -> tuple[dict[str, int], Future | UpdateBatches]:
+        position = self.stream.position
+        ids = [next(self.stream) for _ in range(self.update_freq)]
+        return position, self._pool.submit(self.prepare, ids) if self._pool else self.prepare(ids)
+
+    def __iter__(self) -> Iterator[UpdateBatches]:
+        return self
+
+    def __next__(self) -> UpdateBatches:
+        _, current = self._ahead or self._draw()
+        self._ahead = self._draw() if self._pool else None
+        self.position = self._ahead[0] if self._ahead else self.stream.position
+        return current.result() if isinstance(current, Future) else current
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)

@@ -45,14 +45,13 @@ def _norm(spec, norm: torch.nn.LayerNorm) -> None:
     spec.gamma, spec.beta = _numpy(norm.weight), _numpy(norm.bias)
 
 
-def _attention(spec, attn: MultiHeadAttention, self_attention: bool) -> None:
-    if self_attention:
-        parts = (attn.query, attn.key, attn.value)
-        _linear(spec.linear[0], weight=torch.cat([p.weight for p in parts]), bias=torch.cat([p.bias for p in parts]))
+def _attention(spec, attn: MultiHeadAttention) -> None:
+    """Our fused projections are CTranslate2's: self-attention's query/key/value, cross-attention's key/value."""
+    if attn.self_attention:
+        _linear(spec.linear[0], attn.in_proj)
     else:
         _linear(spec.linear[0], attn.query)
-        _linear(spec.linear[1], weight=torch.cat([attn.key.weight, attn.value.weight]),
-                bias=torch.cat([attn.key.bias, attn.value.bias]))
+        _linear(spec.linear[1], attn.key_value)
     _linear(spec.linear[-1], attn.out)
 
 
@@ -75,7 +74,7 @@ def transformer_spec(model: TransformerModel, src_vocab: Vocabulary, tgt_vocab: 
     enc.position_encodings.encodings = positions
     _norm(enc.layer_norm, model.encoder_norm)
     for layer_spec, layer in zip(enc.layer, model.encoder_layers):
-        _attention(layer_spec.self_attention, layer.self_attn, self_attention=True)
+        _attention(layer_spec.self_attention, layer.self_attn)
         _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
         _norm(layer_spec.ffn.layer_norm, layer.ff_norm)
         _linear(layer_spec.ffn.linear_0, layer.ff.inner)
@@ -85,9 +84,9 @@ def transformer_spec(model: TransformerModel, src_vocab: Vocabulary, tgt_vocab: 
     _norm(dec.layer_norm, model.decoder_norm)
     _linear(dec.projection, model.output)
     for layer_spec, layer in zip(dec.layer, model.decoder_layers):
-        _attention(layer_spec.self_attention, layer.self_attn, self_attention=True)
+        _attention(layer_spec.self_attention, layer.self_attn)
         _norm(layer_spec.self_attention.layer_norm, layer.self_norm)
-        _attention(layer_spec.attention, layer.cross_attn, self_attention=False)
+        _attention(layer_spec.attention, layer.cross_attn)
         _norm(layer_spec.attention.layer_norm, layer.cross_norm)
         _norm(layer_spec.ffn.layer_norm, layer.ff_norm)
         _linear(layer_spec.ffn.linear_0, layer.ff.inner)

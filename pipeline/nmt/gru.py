@@ -9,13 +9,15 @@ Encoder: source embeddings [N, S, E] -> bidirectional GRU (packed, so padding ne
     p(y_i) = softmax(E_out t_i + b)                                             E_out tied to the target embeddings
 
 The keys U h_j are computed once per sentence at `encode` (Devlin 2017's pre-computed attention keys). Training
-runs the same per-position function as `step`, then one output projection over all positions.
+runs the same per-position function as `step`, with every product that does not depend on the recurrence (the
+previous-token embeddings into the cell, the deep output, the output projection) taken over all positions at once.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -88,7 +90,11 @@ class GruModel(NMTModel):
 
     def _attend(self, hidden: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """hidden [B, H] -> context [B, 2H] over memory [B, S, 2H] with keys [B, S, A]."""
-        energy = self.att_v(torch.tanh(keys + self.att_query(hidden)[:, None, :])).squeeze(-1)
+        return self._attend_query(self.att_query(hidden), memory, keys, mask)
+
+    def _attend_query(self, query: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
+        """_attend from the projected query W s [B, A]."""
+        energy = self.att_v(torch.tanh(keys + query[:, None, :])).squeeze(-1)
         weights = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=-1)
         return torch.bmm(weights[:, None, :], memory).squeeze(1)
 
@@ -141,11 +147,32 @@ class GruModel(NMTModel):
         return log_probs, DecoderState({**state.tensors, "hidden": hidden}, state.time + 1, state.per_source)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits [N, T, V] for tgt_in [N, T]."""
-        tensors = dict(self.encode(src, src_lengths).tensors)
-        embedded = self.dropout(self.tgt_embed(tgt_in))
-        readouts = []
-        for t in range(tgt_in.shape[1]):
-            tensors["hidden"], readout = self._advance(tensors, embedded[:, t])
-            readouts.append(readout)
-        return self.output(self.dropout(torch.stack(readouts, dim=1)))
+        """Teacher-forced logits [N, T, V] for tgt_in [N, T].
+
+        The same function as `step` at every position, arranged for training: the products with the (known)
+        previous-token embeddings are one matrix product over all positions before the recurrence; in the loop the
+        state's two products (the attention query of the next position and the cell's hidden gates) are one matrix
+        product; the deep output is one matrix product over all positions after it."""
+        tensors = self.encode(src, src_lengths).tensors
+        memory, keys, mask, hidden = tensors["memory"], tensors["keys"], tensors["mask"], tensors["hidden"]
+        e, a = self.config.embed_size, self.config.attention_size
+        embedded = self.dropout(self.tgt_embed(tgt_in))                                  # [N, T, E]
+        w_ih = self.cell.weight_ih                                                         # [3H, E + 2H]
+        gates_embedded = F.linear(embedded, w_ih[:, :e], self.cell.bias_ih)               # [N, T, 3H]
+        w_context = w_ih[:, e:]
+        w_state = torch.cat([self.att_query.weight, self.cell.weight_hh])                 # [A + 3H, H]
+        b_state = torch.cat([self.att_query.bias, self.cell.bias_hh])
+        states, contexts = [], []
+        for gates_t in gates_embedded.unbind(1):  # unbind: one gradient for all positions, not one per position
+            query, gates_hidden = F.linear(hidden, w_state, b_state).split([a, w_ih.shape[0]], dim=-1)
+            context = self._attend_query(query, memory, keys, mask)                       # [N, 2H]
+            in_r, in_z, in_n = (gates_t + F.linear(context, w_context)).chunk(3, dim=-1)
+            h_r, h_z, h_n = gates_hidden.chunk(3, dim=-1)
+            reset, update = torch.sigmoid(in_r + h_r), torch.sigmoid(in_z + h_z)
+            candidate = torch.tanh(in_n + reset * h_n)
+            hidden = candidate + update * (hidden - candidate)                            # nn.GRUCell's update
+            states.append(hidden)
+            contexts.append(context)
+        readout = torch.tanh(self.readout(torch.cat([torch.stack(states, 1), torch.stack(contexts, 1), embedded],
+                                                    dim=-1)))                                # [N, T, E]
+        return self.output(self.dropout(readout))

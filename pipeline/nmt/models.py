@@ -32,7 +32,8 @@ def model_config(architecture: str, profile: GruProfile | TransformerProfile, sr
     if architecture == "transformer":
         assert isinstance(profile, TransformerProfile)
         return TransformerConfig(layers=profile.layers, model_size=profile.model_size, heads=profile.heads,
-                                 ff_size=profile.ff_size, **common)
+                                 ff_size=profile.ff_size, attention_dropout=profile.attention_dropout,
+                                 activation_dropout=profile.activation_dropout, **common)
     raise ValueError(f"unknown NMT architecture {architecture!r} (known: {', '.join(ARCHITECTURES)})")
 
 

@@ -1,6 +1,6 @@
-"""Training one NMT model: token-count batches, Adam with a warm-up schedule, label smoothing, gradient clipping,
-validation loss and greedy BLEU on the tuning set, checkpoints every N updates (the last K kept), a wall-clock
-budget, and exact resume after a kill.
+"""Training one NMT model: token-count batches (several accumulated into one update with `update_freq`), Adam
+with a warm-up schedule, label smoothing, gradient clipping, validation loss and greedy BLEU on the tuning set,
+checkpoints every N updates (the last K kept), a wall-clock budget, and exact resume after a kill.
 
 Everything a run needs to continue lives in its state folder: `checkpoint-<update>.pt` files holding the weights
 and the training state (optimizer, scheduler, the batch position, torch's random states, the update count, the
@@ -13,9 +13,14 @@ Data-parallel training (pipeline/nmt/distributed.py): with several ranks each tr
 global batch, rank 0 validates and writes the checkpoints (with every rank's random states) and the metrics, and a
 run resumes from them under the same ranks exactly. Mixed precision (pipeline/nmt/precision.py): the forward pass
 under autocast, and for fp16 a gradient scaler whose state is checkpointed.
+
+Speed: no update waits for the device. The loss sums stay on it and are read every `log_every` updates, when the
+ranks also agree on the elapsed time that decides the budget stop; on a GPU the next update's batches are collated,
+pinned and copied on a worker thread. Adam is the fused kernel, and `compile` runs the model through torch.compile.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -25,16 +30,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from pipeline.config import NmtTrainingProfile
 from pipeline.evaluation import corpus_bleu
-from pipeline.nmt.batching import BatchStream, TokenBatcher, collate, length_batches, source_ids
+from pipeline.nmt.batching import (BatchStream, TokenBatcher, UpdateBatches, UpdateStream, collate, length_batches,
+                                   source_ids)
 from pipeline.nmt.checkpoint import checkpoint_name, list_checkpoints, load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks, all_sum, barrier, from_main, gather, shard
 from pipeline.nmt.greedy import translate_ids
 from pipeline.nmt.interface import NMTModel
+from pipeline.nmt.loss import label_smoothed_loss
 from pipeline.nmt.metrics import MetricsLog
 from pipeline.nmt.models import ModelConfig, build_model
 from pipeline.nmt.precision import autocast, grad_scaler
@@ -85,16 +91,6 @@ class TrainingResult:
     target_tokens: int = 0
     parameters: int = 0
     train_pairs: int = 0
-
-
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int,
-                        smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed label-smoothed cross-entropy and summed NLL over non-pad positions; logits [N, T, V], target [N, T]."""
-    flat, gold = logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1)
-    loss = F.cross_entropy(flat, gold, ignore_index=pad_id, reduction="sum", label_smoothing=smoothing)
-    with torch.no_grad():
-        nll = F.cross_entropy(flat, gold, ignore_index=pad_id, reduction="sum")
-    return loss, nll
 
 
 def _rng_state() -> dict[str, Any]:
@@ -155,20 +151,45 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
             if not ranks.main:
                 torch.manual_seed(_rank_seed(seed, ranks.rank))
+        if training.compile:
+            self.net = torch.compile(self.net, dynamic=True)
         self.scaler = grad_scaler(precision, self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.lr, betas=ADAM_BETAS, eps=ADAM_EPS)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
+                                          fused=self.device.type in ("cpu", "cuda"))
         self.scheduler = make_scheduler(self.optimizer, training.lr_schedule, training.warmup_updates)
-        batcher = TokenBatcher([len(s) + 1 for s in self.src_ids], [len(t) + 1 for t in self.tgt_ids],
-                               training.max_tokens, seed)
-        self.stream = BatchStream(batcher)
+        self.batcher = TokenBatcher([len(s) + 1 for s in self.src_ids], [len(t) + 1 for t in self.tgt_ids],
+                                    training.max_tokens, seed)
+        self.updates = self._update_stream(BatchStream(self.batcher))
         self.update, self.elapsed, self.target_tokens = 0, 0.0, 0
         self.resumed_from: int | None = None
         self.last_validation: dict[str, Any] = {}
 
+    # -- batches --------------------------------------------------------------------------------------------
+    def _update_stream(self, stream: BatchStream) -> UpdateStream:
+        """The updates from `stream`'s position; on CUDA prepared a step ahead on a worker thread."""
+        return UpdateStream(stream, self.training.update_freq, self.prepare,
+                            prefetch=self.device.type == "cuda")
+
+    def prepare(self, ids: list[np.ndarray]) -> UpdateBatches:
+        """This rank's part of each global batch of an update, collated and on the device.
+
+        A rank whose part is empty (fewer rows than ranks) gets one row with weight 0, since every rank must take
+        part in DDP's gradient all-reduce."""
+        cuda = self.device.type == "cuda"
+        parts = []
+        for global_ids in ids:
+            local, weight = shard(global_ids, self.ranks), 1.0
+            if not len(local):
+                local, weight = global_ids[:1], 0.0
+            batch = collate([self.src_ids[i] for i in local], [self.tgt_ids[i] for i in local], self.src_vocab,
+                            self.tgt_vocab, local)
+            parts.append(((batch.pin_memory() if cuda else batch).to(self.device, non_blocking=cuda), weight))
+        return UpdateBatches(ids, parts, int(sum(self.tgt_lengths[i].sum() for i in ids)))
+
     # -- state ----------------------------------------------------------------------------------------------
     def _training_state(self, rank_rngs: list[dict[str, Any]]) -> dict[str, Any]:
         state = {"update": self.update, "elapsed": self.elapsed, "target_tokens": self.target_tokens,
-                 "position": self.stream.position, "optimizer": self.optimizer.state_dict(),
+                 "position": self.updates.position, "optimizer": self.optimizer.state_dict(),
                  "scheduler": self.scheduler.state_dict(), "rng": rank_rngs[0], "seed": self.seed,
                  "validation": self.last_validation}
         if len(rank_rngs) > 1:
@@ -202,7 +223,8 @@ class Trainer:
         self.model.load_state_dict(ckpt.model)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.stream = BatchStream(self.stream.batcher, **state["position"])
+        self.updates.close()
+        self.updates = self._update_stream(BatchStream(self.batcher, **state["position"]))
         self.update, self.elapsed = state["update"], state["elapsed"]
         self.target_tokens, self.last_validation = state["target_tokens"], state["validation"]
         if "scaler" in state:
@@ -264,34 +286,38 @@ class Trainer:
             return "budget"
         return None
 
-    def train_step(self, ids: Sequence[int]) -> tuple[float, float, int]:
-        """One update on the global batch `ids`: (summed smoothed loss, summed NLL, target tokens), over all ranks.
+    def train_step(self, update: UpdateBatches) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """One update over its global batches: (this rank's summed smoothed loss, its summed NLL) as 0-dim tensors
+        on the device, and the target tokens of all ranks. Nothing here waits for the device.
 
-        This rank trains on its slice; a rank whose slice is empty (fewer rows than ranks) runs one row with a
-        zero weight, since every rank must take part in DDP's gradient all-reduce."""
-        ids = np.asarray(ids)
-        ntokens = int(self.tgt_lengths[ids].sum())
-        local, weight = shard(ids, self.ranks), 1.0
-        if not len(local):
-            local, weight = ids[:1], 0.0
-        batch = collate([self.src_ids[i] for i in local], [self.tgt_ids[i] for i in local], self.src_vocab,
-                        self.tgt_vocab, local).to(self.device)
-        with autocast(self.precision, self.device):
-            logits = self.net(batch.src, batch.src_lengths, batch.tgt_in)
-        loss, nll = label_smoothed_loss(logits, batch.tgt_out, self.tgt_vocab.pad_id, self.training.label_smoothing)
-        if weight != 1.0:
-            loss, nll = loss * weight, nll * weight
+        The update's gradient is the sum over its batches and ranks divided by its target tokens, so accumulating
+        k batches equals one update over their union (up to summation order)."""
         self.optimizer.zero_grad(set_to_none=True)
         # DDP averages the ranks' gradients: dividing by ntokens / ranks makes their sum the single-process one
-        self.scaler.scale(loss / (ntokens / self.ranks.world_size)).backward()
+        scale = update.target_tokens / self.ranks.world_size
+        loss_sum = nll_sum = torch.zeros((), device=self.device)
+        for i, (batch, weight) in enumerate(update.parts):
+            last = i == len(update.parts) - 1
+            with self.net.no_sync() if self.ranks.distributed and not last else contextlib.nullcontext():
+                with autocast(self.precision, self.device):
+                    logits = self.net(batch.src, batch.src_lengths, batch.tgt_in)
+                loss, nll = label_smoothed_loss(logits, batch.tgt_out, self.tgt_vocab.pad_id,
+                                                self.training.label_smoothing)
+                if weight != 1.0:
+                    loss, nll = loss * weight, nll * weight
+                self.scaler.scale(loss / scale).backward()
+            loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll
         if self.training.clip_norm > 0:
             self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.training.clip_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()
-        loss_sum, nll_sum = all_sum([float(loss.detach()), float(nll)], self.ranks)
-        return loss_sum, nll_sum, ntokens
+        return loss_sum, nll_sum, update.target_tokens
+
+    def _synced_elapsed(self, base: float, started: float) -> float:
+        """Rank 0's elapsed seconds on every rank (a collective: every rank calls it at the same update)."""
+        return from_main(base + time.monotonic() - started, self.ranks)
 
     def run(self) -> TrainingResult:
         self.resume()
@@ -302,42 +328,51 @@ class Trainer:
                    unit="upd", desc=f"{self.config.architecture} seed {self.seed}")
         self.model.train()
         started, base = time.monotonic(), self.elapsed
-        sums = [0.0, 0.0, 0]  # loss, nll, target tokens since the last log row
+        # loss and nll since the last log row, on the device; read (and summed over the ranks) when logged
+        sums, tokens = torch.zeros(2, dtype=torch.float64, device=self.device), 0
         last_log = time.monotonic()
         try:
             while (reason := self._stop_reason()) is None:
-                loss, nll, ntokens = self.train_step(next(self.stream))
+                loss, nll, ntokens = self.train_step(next(self.updates))
                 self.update += 1
                 self.target_tokens += ntokens
-                self.elapsed = from_main(base + time.monotonic() - started, self.ranks)
-                sums = [sums[0] + loss, sums[1] + nll, sums[2] + ntokens]
+                sums += torch.stack([loss, nll]).double()
+                tokens += ntokens
                 bar.update(1)
+                if not self.ranks.distributed:
+                    self.elapsed = base + time.monotonic() - started
                 if self.update % self.log_every == 0:
+                    # the ranks agree on the elapsed time here only, so they take the budget stop at the same update
+                    self.elapsed = self._synced_elapsed(base, started)
+                    loss_sum, nll_sum = all_sum(sums.tolist(), self.ranks)
                     now = time.monotonic()
-                    row = {"epoch": self.stream.epoch, "elapsed_s": round(self.elapsed, 3),
-                           "lr": self.scheduler.get_last_lr()[0], "train_loss": sums[0] / sums[2],
-                           "train_nll": sums[1] / sums[2], "target_tokens_per_s": sums[2] / max(now - last_log, 1e-9)}
+                    row = {"epoch": self.updates.position["epoch"], "elapsed_s": round(self.elapsed, 3),
+                           "lr": self.scheduler.get_last_lr()[0], "train_loss": loss_sum / tokens,
+                           "train_nll": nll_sum / tokens, "target_tokens_per_s": tokens / max(now - last_log, 1e-9)}
                     metrics.write("train", self.update, **row)
                     bar.set_postfix(loss=f"{row['train_loss']:.3f}", lr=f"{row['lr']:.2e}")
-                    sums, last_log = [0.0, 0.0, 0], now
+                    sums.zero_()
+                    tokens, last_log = 0, now
                 if self.update % self.training.checkpoint_every == 0 or self._stop_reason() is not None:
                     self.last_validation = self.validate() if main else {}
-                    self.elapsed = from_main(base + time.monotonic() - started, self.ranks)
-                    metrics.write("valid", self.update, epoch=self.stream.epoch, elapsed_s=round(self.elapsed, 3),
-                                  **self.last_validation)
+                    self.elapsed = self._synced_elapsed(base, started)
+                    metrics.write("valid", self.update, epoch=self.updates.position["epoch"],
+                                  elapsed_s=round(self.elapsed, 3), **self.last_validation)
                     self.save()
                     if main:
                         _LOG.info("update %d: %s", self.update, self.last_validation)
                     # a log window never spans a checkpoint, so a resumed run logs the same averages
-                    sums, last_log = [0.0, 0.0, 0], time.monotonic()
+                    sums.zero_()
+                    tokens, last_log = 0, time.monotonic()
                 if self.after_update is not None:
                     self.after_update(self.update)
         finally:
+            self.updates.close()
             bar.close()
             metrics.close()
-        return TrainingResult(self.update, self.stream.epoch, self.elapsed, reason, list_checkpoints(self.state_dir),
-                              self.resumed_from, self.last_validation, self.target_tokens,
-                              self.model.num_parameters(), len(self.src_ids))
+        return TrainingResult(self.update, self.updates.position["epoch"], self.elapsed, reason,
+                              list_checkpoints(self.state_dir), self.resumed_from, self.last_validation,
+                              self.target_tokens, self.model.num_parameters(), len(self.src_ids))
 
 
 def train_model(config: ModelConfig, training: NmtTrainingProfile, seed: int, src_vocab: Vocabulary,

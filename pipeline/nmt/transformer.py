@@ -40,7 +40,9 @@ class TransformerConfig:
     model_size: int
     heads: int
     ff_size: int
-    dropout: float = 0.0
+    dropout: float = 0.0  # on the embeddings and on each sub-layer's output before the residual sum
+    attention_dropout: float = 0.0  # on the attention weights (0 keeps the fused attention kernels)
+    activation_dropout: float = 0.0  # on the feed-forward ReLU's output
     max_positions: int = 1024
     layer_norm_eps: float = 1e-6
     architecture: str = "transformer"
@@ -61,15 +63,36 @@ def sinusoidal_positions(length: int, size: int) -> Tensor:
     return table.float()
 
 
-class MultiHeadAttention(nn.Module):
-    """Scaled dot-product attention with `heads` heads; keys and values can be projected once and cached."""
+def _fused_linear(size: int, parts: int) -> nn.Linear:
+    """One Linear [parts x size, size] holding `parts` projections, initialised as that many separate layers (the
+    same random draws in the same order, so a seed gives the weights of the unfused layout); TransformerModel's
+    Xavier initialisation then treats each part as its own [size, size] matrix (`fused_blocks`)."""
+    separate = [nn.Linear(size, size) for _ in range(parts)]
+    fused = nn.utils.skip_init(nn.Linear, size, parts * size)
+    with torch.no_grad():
+        fused.weight.copy_(torch.cat([p.weight for p in separate]))
+        fused.bias.copy_(torch.cat([p.bias for p in separate]))
+    fused.weight.fused_blocks = parts
+    return fused
 
-    def __init__(self, size: int, heads: int, dropout: float) -> None:
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention with `heads` heads, its input projections fused into one matrix product each.
+
+    Self-attention projects queries, keys and values together (`in_proj` [3d, d]); cross-attention projects the
+    queries (`query`) and, once per source, keys and values together (`key_value` [2d, d]). `dropout` is the
+    attention dropout, 0 by default (as fairseq): above 0 it keeps scaled_dot_product_attention off its fused CPU
+    kernel. Checkpoints with separate query/key/value weights load into the fused layout.
+    """
+
+    def __init__(self, size: int, heads: int, dropout: float, self_attention: bool) -> None:
         super().__init__()
-        self.heads, self.dropout = heads, dropout
-        self.query = nn.Linear(size, size)
-        self.key = nn.Linear(size, size)
-        self.value = nn.Linear(size, size)
+        self.heads, self.dropout, self.self_attention = heads, dropout, self_attention
+        if self_attention:
+            self.in_proj = _fused_linear(size, 3)
+        else:
+            self.query = nn.Linear(size, size)
+            self.key_value = _fused_linear(size, 2)
         self.out = nn.Linear(size, size)
 
     def _split(self, x: Tensor) -> Tensor:
@@ -77,34 +100,56 @@ class MultiHeadAttention(nn.Module):
         b, length, d = x.shape
         return x.view(b, length, self.heads, d // self.heads).transpose(1, 2)
 
-    def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """x [B, L, d] -> keys and values [B, heads, L, d/heads]."""
-        return self._split(self.key(x)), self._split(self.value(x))
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention: x [B, L, d] -> queries, keys, values [B, heads, L, d/heads]."""
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        return self._split(q), self._split(k), self._split(v)
 
-    def forward(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None,
+    def queries(self, x: Tensor) -> Tensor:
+        """Cross-attention: x [B, L, d] -> queries [B, heads, L, d/heads]."""
+        return self._split(self.query(x))
+
+    def keys_values(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention: memory [B, S, d] -> keys and values [B, heads, S, d/heads]."""
+        k, v = self.key_value(memory).chunk(2, dim=-1)
+        return self._split(k), self._split(v)
+
+    def forward(self, q: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None,
                 causal: bool = False) -> Tensor:
-        """Queries from x [B, Tq, d] over keys/values [B, heads, Tk, d/heads] -> [B, Tq, d].
+        """Queries q [B, heads, Tq, d/heads] over keys/values [B, heads, Tk, d/heads] -> [B, Tq, d].
 
-        mask [B, 1 or Tq, Tk] is True where a query may look; `causal` adds the lower-triangular mask.
+        mask [B, 1 or Tq, Tk] is True where a query may look; `causal`: query i sees keys up to i + Tk - Tq.
         """
-        q = self._split(self.query(x))
         attn_mask = None if mask is None else mask[:, None]
-        if causal:
-            tq, tk = q.shape[2], keys.shape[2]
-            tri = torch.ones(tq, tk, dtype=torch.bool, device=x.device).tril(tk - tq)
+        tq, tk = q.shape[2], keys.shape[2]
+        is_causal = causal and tq == tk and attn_mask is None  # the fused kernels' own causal mask
+        if causal and not is_causal:
+            tri = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(tk - tq)
             attn_mask = tri if attn_mask is None else attn_mask & tri
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=attn_mask,
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=attn_mask, is_causal=is_causal,
                                              dropout_p=self.dropout if self.training else 0.0)
         b, _, tq, _ = out.shape
         return self.out(out.transpose(1, 2).reshape(b, tq, -1))
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args, **kwargs) -> None:
+        """Separate query/key/value projections (checkpoints before the fused layout) become the fused ones."""
+        fused = ("in_proj", ("query", "key", "value")) if self.self_attention else ("key_value", ("key", "value"))
+        target, parts = fused
+        for kind in ("weight", "bias"):
+            names = [f"{prefix}{part}.{kind}" for part in parts]
+            if f"{prefix}{target}.{kind}" not in state_dict and all(n in state_dict for n in names):
+                state_dict[f"{prefix}{target}.{kind}"] = torch.cat([state_dict.pop(n) for n in names])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
 
 class FeedForward(nn.Module):
+    """ReLU feed-forward; `dropout` is the activation dropout (on the ReLU's output, 4x the model's width)."""
+
     def __init__(self, size: int, ff_size: int, dropout: float) -> None:
         super().__init__()
         self.inner = nn.Linear(size, ff_size)
         self.outer = nn.Linear(ff_size, size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
         return self.outer(self.dropout(torch.relu(self.inner(x))))
@@ -114,15 +159,14 @@ class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
-        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.attention_dropout, self_attention=True)
         self.ff_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
-        self.ff = FeedForward(c.model_size, c.ff_size, c.dropout)
+        self.ff = FeedForward(c.model_size, c.ff_size, c.activation_dropout)
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """x [N, S, d], mask [N, 1, S] -> [N, S, d]."""
-        h = self.self_norm(x)
-        x = x + self.dropout(self.self_attn(h, *self.self_attn.keys_values(h), mask=mask))
+        x = x + self.dropout(self.self_attn(*self.self_attn.project(self.self_norm(x)), mask=mask))
         return x + self.dropout(self.ff(self.ff_norm(x)))
 
 
@@ -130,11 +174,11 @@ class DecoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig) -> None:
         super().__init__()
         self.self_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
-        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.self_attn = MultiHeadAttention(c.model_size, c.heads, c.attention_dropout, self_attention=True)
         self.cross_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
-        self.cross_attn = MultiHeadAttention(c.model_size, c.heads, c.dropout)
+        self.cross_attn = MultiHeadAttention(c.model_size, c.heads, c.attention_dropout, self_attention=False)
         self.ff_norm = nn.LayerNorm(c.model_size, eps=c.layer_norm_eps)
-        self.ff = FeedForward(c.model_size, c.ff_size, c.dropout)
+        self.ff = FeedForward(c.model_size, c.ff_size, c.activation_dropout)
         self.dropout = nn.Dropout(c.dropout)
 
     def forward(self, x: Tensor, cache: tuple[Tensor, Tensor], t: int, memory: tuple[Tensor, Tensor],
@@ -145,16 +189,15 @@ class DecoderLayer(nn.Module):
         entry at t, filled in place when L is 1); memory: the source's [B, heads, S, d/heads]; src_mask [B, 1, S].
         Returns the output [B, L, d] and the cache of t + L positions.
         """
-        h = self.self_norm(x)
-        k, v = self.self_attn.keys_values(h)
+        q, k, v = self.self_attn.project(self.self_norm(x))
         if k.shape[2] == 1 and cache[0].shape[2] == t + 1:
             cache[0][:, :, t:] = k
             cache[1][:, :, t:] = v
             k, v = cache
-        else:
+        elif t > 0:
             k, v = torch.cat([cache[0][:, :, :t], k], dim=2), torch.cat([cache[1][:, :, :t], v], dim=2)
-        x = x + self.dropout(self.self_attn(h, k, v, causal=causal))
-        x = x + self.dropout(self.cross_attn(self.cross_norm(x), *memory, mask=src_mask))
+        x = x + self.dropout(self.self_attn(q, k, v, causal=causal))
+        x = x + self.dropout(self.cross_attn(self.cross_attn.queries(self.cross_norm(x)), *memory, mask=src_mask))
         return x + self.dropout(self.ff(self.ff_norm(x))), k, v
 
     def step_through_ancestry(self, x: Tensor, cache: Tensor, ancestry: Tensor, t: int, memory: tuple[Tensor, Tensor],
@@ -164,12 +207,10 @@ class DecoderLayer(nn.Module):
         sentence (memory [N, S, heads, d/heads] each, sentence [B], src_lengths [N]; pipeline/nmt/ancestry.py)
         -> [B, 1, d]."""
         attn, cross, rows = self.self_attn, self.cross_attn, x.shape[0]
-        h = self.self_norm(x)
-        k, v = attn.keys_values(h)                                  # [B, heads, 1, d/heads]
+        q, k, v = attn.project(self.self_norm(x))                  # [B, heads, 1, d/heads]
         cache[0, t, :rows] = k[:, :, 0]
         cache[1, t, :rows] = v[:, :, 0]
-        q = attn.query(h).view(rows, attn.heads, -1)                # [B, heads, d/heads]
-        x = x + attn.out(attend_ancestry(q, cache, ancestry, t + 1).view(rows, 1, -1))
+        x = x + attn.out(attend_ancestry(q[:, :, 0].contiguous(), cache, ancestry, t + 1).view(rows, 1, -1))
         q = cross.query(self.cross_norm(x)).view(rows, cross.heads, -1)
         x = x + cross.out(attend_sources(q, *memory, sentence, src_lengths).view(rows, 1, -1))
         return x + self.ff(self.ff_norm(x))
@@ -198,7 +239,8 @@ class TransformerModel(NMTModel):
         self.embed_scale = math.sqrt(c.model_size)
         for p in self.parameters():
             if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+                for block in p.chunk(getattr(p, "fused_blocks", 1)):
+                    nn.init.xavier_uniform_(block)
         nn.init.normal_(self.src_embed.weight, std=c.model_size ** -0.5)
         nn.init.normal_(self.tgt_embed.weight, std=c.model_size ** -0.5)
 
@@ -236,8 +278,8 @@ class TransformerModel(NMTModel):
         heads, size = self.config.heads, self.config.model_size // self.config.heads
         shared = {"src_lengths": src_lengths.to(memory.device, torch.int64)}
         for i, layer in enumerate(self.decoder_layers):
-            shared[f"mem_k{i}"] = layer.cross_attn.key(memory).view(n, s, heads, size)
-            shared[f"mem_v{i}"] = layer.cross_attn.value(memory).view(n, s, heads, size)
+            keys, values = layer.cross_attn.key_value(memory).view(n, s, 2, heads, size).unbind(2)
+            shared[f"mem_k{i}"], shared[f"mem_v{i}"] = keys.contiguous(), values.contiguous()
             shared[f"self_cache{i}"], ancestry = empty_cache(n, heads, size, memory.dtype)
         return DecoderState({"sentence": torch.arange(n), "ancestry": ancestry}, 0, {}, {}, shared)
 

@@ -259,3 +259,17 @@ def test_early_exit_enters_the_decoding_hash_only_when_on_and_needs_raw_scores(t
     path.write_text(path.read_text().replace("length_penalty = 0.0", "length_penalty = 1.0", 1))
     with pytest.raises(ConfigError, match="'decode.early_exit' needs raw scores"):
         config.load_profile("small", folder)
+
+
+def test_gradient_accumulation_and_the_transformer_dropouts_are_checked(tmp_path):
+    paper = config.load_profile("paper").nmt.transformer
+    assert paper.training.update_freq * paper.training.max_tokens >= 24000  # the paper's ~25k tokens an update
+    small = config.load_profile("small").nmt.transformer
+    assert small.attention_dropout == small.activation_dropout == 0.0 and small.training.update_freq == 1
+    folder = edit_config(tmp_path / "a", "profiles/small.toml", "max_updates = 400 ",
+                         "update_freq = 0\nmax_updates = 400 ")
+    with pytest.raises(ConfigError, match="'nmt.transformer.training.update_freq' must be at least 1"):
+        config.load_profile("small", folder)
+    folder = edit_config(tmp_path / "b", "profiles/small.toml", "attention_dropout = 0.0", "attention_dropout = 1.5")
+    with pytest.raises(ConfigError, match="'nmt.transformer.attention_dropout' must be in"):
+        config.load_profile("small", folder)

@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from pipeline.nmt.batching import BatchStream, TokenBatcher, collate, length_batches, source_ids
+from pipeline.nmt.batching import BatchStream, TokenBatcher, UpdateStream, collate, length_batches, source_ids
 from tests.pipeline.nmt.conftest import digit_data
 
 
@@ -58,3 +58,18 @@ def test_collate_places_the_vocabulary_specials(vocab):
     assert batch.tgt_out.tolist() == [[d["2"], d["1"], eos], [eos, pad, pad]]
     assert batch.target_tokens == 4 and batch.tgt_in.dtype == torch.long
     assert source_ids(list("12"), vocab) == [d["1"], d["2"], eos]
+
+
+def test_a_prefetching_stream_checkpoints_the_position_of_the_updates_handed_out():
+    data = digit_data(60, seed=3, task="copy")
+    batcher = TokenBatcher([len(s) + 1 for s in data.sources], [len(t) + 1 for t in data.targets], 60, seed=2)
+    ahead = UpdateStream(BatchStream(batcher), 2, lambda ids: ids, prefetch=True)
+    consumed = [next(ahead) for _ in range(3)]
+    resumed = UpdateStream(BatchStream(batcher, **ahead.position), 2, lambda ids: ids)
+    following = [next(ahead) for _ in range(4)]
+    ahead.close()
+    assert [[b.tolist() for b in u] for u in (next(resumed) for _ in range(4))] == \
+        [[b.tolist() for b in u] for u in following]
+    plain = UpdateStream(BatchStream(batcher), 2, lambda ids: ids)
+    assert [[b.tolist() for b in u] for u in (next(plain) for _ in range(3))] == \
+        [[b.tolist() for b in u] for u in consumed]

@@ -105,13 +105,15 @@ def _final_weights(state_dir: str) -> dict[str, torch.Tensor]:
     return load_checkpoint(list_checkpoints(Path(state_dir))[-1]).model
 
 
-@pytest.mark.parametrize("config", [gru_config, transformer_config], ids=["gru", "transformer"])
-def test_two_gloo_ranks_follow_the_single_process_run(config, tmp_path):
-    one = _job(tmp_path, "one", config)
+@pytest.mark.parametrize("config,update_freq", [(gru_config, 1), (transformer_config, 1), (gru_config, 2)],
+                         ids=["gru", "transformer", "gru-accumulating"])
+def test_two_gloo_ranks_follow_the_single_process_run(config, update_freq, tmp_path):
+    """Also with gradient accumulation: the ranks all-reduce once an update, after its last batch (no_sync)."""
+    one = _job(tmp_path, "one", config, update_freq=update_freq)
     single, model = _single_process(one)
     vocab, data = digit_vocab(), digit_data(200, seed=5, task="reverse")
     data = type(data)([vocab.encode(s) for s in data.sources], [vocab.encode(t) for t in data.targets])
-    two = _job(tmp_path, "two", config)
+    two = _job(tmp_path, "two", config, update_freq=update_freq)
     two_result = launch(two, per_node=2)
     assert two_result.updates == single.updates == 24 and two_result.target_tokens == single.target_tokens
     a, b = _losses(one.state_dir), _losses(two.state_dir)

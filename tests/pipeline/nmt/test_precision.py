@@ -10,6 +10,7 @@ import torch
 from pipeline.errors import ConfigError
 from pipeline.nmt.checkpoint import CheckpointError
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint
+from pipeline.nmt import precision as precision_module
 from pipeline.nmt.precision import decoding_half, training_precision
 from pipeline.nmt.train import Trainer
 from tests.pipeline.nmt.conftest import digit_data, gru_config, training_profile, transformer_config
@@ -21,8 +22,11 @@ class Killed(Exception):
     pass
 
 
-def test_a_profile_precision_is_off_on_the_cpu():
-    assert [training_precision(p, CPU) for p in ("fp32", "bf16", "fp16")] == ["fp32"] * 3
+def test_a_cpu_trains_in_bf16_only_where_it_computes_bf16_natively(monkeypatch):
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
+    assert [training_precision(p, CPU) for p in ("fp32", "bf16", "fp16", "auto")] == ["fp32"] * 4
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
+    assert [training_precision(p, CPU) for p in ("fp32", "bf16", "fp16", "auto")] == ["fp32", "bf16", "fp32", "bf16"]
     assert not decoding_half(True, CPU) and not decoding_half(False, torch.device("cuda"))
     assert decoding_half(True, torch.device("cuda"))
     with pytest.raises(ConfigError, match="fp64"):

@@ -1,15 +1,17 @@
 """Training: both architectures learn a synthetic task; a killed run resumes to the same parameters; checkpoints,
-budget, validation and metrics."""
+budget, validation and metrics; gradient accumulation and the loss sums kept on the device."""
 import csv
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from pipeline.nmt.batching import source_ids
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint
 from pipeline.nmt.greedy import translate_ids
-from pipeline.nmt.train import ParallelText, Trainer, Validation, label_smoothed_loss
+from pipeline.nmt.loss import label_smoothed_loss
+from pipeline.nmt.train import ParallelText, Trainer, Validation
 from tests.pipeline.nmt.conftest import digit_data, gru_config, training_profile, transformer_config
 
 
@@ -106,3 +108,49 @@ def test_label_smoothed_loss_ignores_padding():
 def test_training_data_must_be_parallel():
     with pytest.raises(ValueError, match="2 sources but 1 targets"):
         ParallelText([["a"], ["b"]], [["c"]])
+
+
+def _trainer(config, vocab, data, folder, **overrides):
+    profile = training_profile(**{"max_tokens": 120, "max_updates": 12, "checkpoint_every": 1000, "clip_norm": 0.0,
+                                  "label_smoothing": 0.1, **overrides})
+    return Trainer(config, profile, 5, vocab, vocab, data, folder, device="cpu", log_every=4)
+
+
+@pytest.mark.parametrize("config", [gru_config, transformer_config], ids=["gru", "transformer"])
+def test_accumulating_batches_equals_one_update_over_their_union(config, vocab, tmp_path):
+    """update_freq k: the gradient of k batches (each normalised by the update's target tokens) is the gradient of
+    one batch holding them all, up to summation order (no dropout: the same function on both sides)."""
+    data = digit_data(80, seed=6, task="reverse")
+    accumulated = _trainer(config(vocab), vocab, data, tmp_path / "k", update_freq=3)
+    union = _trainer(config(vocab), vocab, data, tmp_path / "one")
+    ids = [np.arange(0, 5), np.arange(5, 12), np.arange(12, 15)]
+    loss_k, nll_k, tokens_k = accumulated.train_step(accumulated.prepare(ids))
+    loss_1, nll_1, tokens_1 = union.train_step(union.prepare([np.concatenate(ids)]))
+    assert tokens_k == tokens_1 == sum(len(data.targets[i]) + 1 for i in range(15))
+    assert float(loss_k) == pytest.approx(float(loss_1), rel=1e-5)
+    assert float(nll_k) == pytest.approx(float(nll_1), rel=1e-5)
+    for (name, a), b in zip(accumulated.model.named_parameters(), union.model.parameters()):
+        assert a.grad is not None and torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-7), name
+    # and the next update of an accumulating run holds update_freq batches of the stream
+    assert len(next(accumulated.updates).ids) == 3
+
+
+@pytest.mark.parametrize("config", [gru_config, transformer_config], ids=["gru", "transformer"])
+def test_the_logged_loss_kept_on_the_device_equals_the_per_update_losses(config, vocab, tmp_path):
+    """run() sums the losses on the device and reads them every log_every updates; the rows equal the averages of
+    the losses read after every update by a twin trainer (same seed, same dropout stream)."""
+    data = digit_data(100, seed=7, task="copy")
+    cfg = config(vocab, dropout=0.1)
+    _trainer(cfg, vocab, data, tmp_path / "run").run()
+    twin = _trainer(cfg, vocab, data, tmp_path / "twin")
+    twin.model.train()
+    steps = [twin.train_step(next(twin.updates)) for _ in range(12)]
+    expected = [(sum(float(s[0]) for s in steps[i:i + 4]) / sum(s[2] for s in steps[i:i + 4]),
+                 sum(float(s[1]) for s in steps[i:i + 4]) / sum(s[2] for s in steps[i:i + 4]))
+                for i in range(0, 12, 4)]
+    with (tmp_path / "run" / "metrics.csv").open() as f:
+        logged = [(float(r["train_loss"]), float(r["train_nll"])) for r in csv.DictReader(f) if r["kind"] == "train"]
+    assert len(logged) == 3
+    for (loss, nll), (want_loss, want_nll) in zip(logged, expected):
+        assert loss == pytest.approx(want_loss, rel=1e-5) and nll == pytest.approx(want_nll, rel=1e-5)  # csv: 6 digits
+

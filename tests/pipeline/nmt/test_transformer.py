@@ -26,3 +26,55 @@ def test_the_output_projection_is_tied_to_the_target_embeddings(vocab):
     model = make_model("transformer", vocab)
     assert model.output.weight is model.tgt_embed.weight
     assert model.num_parameters() < sum(p.numel() for p in model.state_dict().values())
+
+
+def _unfused(state: dict) -> dict:
+    """A state dict in the layout before the fused projections: separate query, key and value layers."""
+    old = {}
+    for name, tensor in state.items():
+        if ".in_proj." in name:
+            for part, piece in zip(("query", "key", "value"), tensor.chunk(3)):
+                old[name.replace("in_proj", part)] = piece.clone()
+        elif ".key_value." in name:
+            for part, piece in zip(("key", "value"), tensor.chunk(2)):
+                old[name.replace("key_value", part)] = piece.clone()
+        else:
+            old[name] = tensor
+    return old
+
+
+def test_a_checkpoint_of_separate_projections_loads_into_the_fused_ones(vocab):
+    trained = make_model("transformer", vocab, seed=4).eval()
+    old_layout = _unfused(trained.state_dict())
+    assert any(".self_attn.query." in n for n in old_layout) and not any("in_proj" in n for n in old_layout)
+    loaded = make_model("transformer", vocab, seed=5).eval()
+    loaded.load_state_dict(old_layout)
+    src, lengths, tgt = torch.randint(4, len(vocab), (3, 6)), torch.tensor([6, 4, 2]), torch.randint(4, len(vocab), (3, 5))
+    with torch.no_grad():
+        assert torch.equal(loaded(src, lengths, tgt), trained(src, lengths, tgt))
+
+
+def test_a_fused_projection_starts_from_the_separate_layers_weights(vocab):
+    """Xavier per [d, d] part, from the random draws of separate layers: the same seed, the same initial model."""
+    model = make_model("transformer", vocab, seed=6)
+    d = model.config.model_size
+    bound = math.sqrt(6 / (2 * d))
+    for layer in model.decoder_layers:
+        for weight in (layer.self_attn.in_proj.weight, layer.cross_attn.key_value.weight):
+            assert weight.abs().max() <= bound and weight.abs().max() > 0.9 * bound
+    again = make_model("transformer", vocab, seed=6)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+def test_attention_and_activation_dropout_are_their_own_settings(vocab):
+    """0 by default (fairseq's defaults): the residual dropout alone leaves attention on the fused kernel and the
+    feed-forward without a mask; set, they drop attention weights and ReLU outputs in training."""
+    plain = make_model("transformer", vocab, seed=7, dropout=0.1)
+    assert plain.encoder_layers[0].self_attn.dropout == 0.0
+    assert isinstance(plain.encoder_layers[0].ff.dropout, torch.nn.Identity)
+    both = make_model("transformer", vocab, seed=7, dropout=0.0, attention_dropout=0.5, activation_dropout=0.5)
+    src, lengths, tgt = torch.randint(4, len(vocab), (2, 5)), torch.tensor([5, 3]), torch.randint(4, len(vocab), (2, 4))
+    torch.manual_seed(0)
+    noisy = both.train()(src, lengths, tgt)
+    clean = both.eval()(src, lengths, tgt)
+    assert not torch.allclose(noisy, clean)
