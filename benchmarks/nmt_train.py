@@ -226,7 +226,10 @@ def compare(args: argparse.Namespace) -> dict:
                                        "max_abs_window_difference": {
                                            f"{other} vs {names[0]}": round(max(abs(w[other] - w[names[0]])
                                                                                for w in windows), 4)
-                                           for other in names[1:]}}
+                                           for other in names[1:]},
+                                       "bound": args.loss_bound}
+                entry["loss_curve"]["within_bound"] = all(
+                    d <= args.loss_bound for d in entry["loss_curve"]["max_abs_window_difference"].values())
             results.append(entry)
     return {"results": results}
 
@@ -337,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loss-updates", type=int, default=0, metavar="N",
                         help="also train each variant N updates from the same seed and compare the loss curves")
     parser.add_argument("--loss-window", type=int, default=50, help="updates per window of the loss comparison")
+    parser.add_argument("--loss-bound", type=float, default=0.05,
+                        help="the stated bound: largest allowed difference of two windows' mean loss (nats)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work-dir", type=Path, default=REPO / "work")
     parser.add_argument("--task", default="chi-eng")
@@ -404,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['architecture']}: per-token training loss by windows of {curve['window']} updates")
             for w in curve["windows"]:
                 print("  " + "  ".join(f"{k} {v}" for k, v in w.items()))
-            print(f"  largest window difference: {curve['max_abs_window_difference']}")
+            print(f"  largest window difference: {curve['max_abs_window_difference']} "
+                  f"({'within' if curve['within_bound'] else 'OUTSIDE'} the bound {curve['bound']})")
     write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

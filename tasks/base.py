@@ -50,7 +50,7 @@ class PipelineTask(luigi.Task):
     """A stage of one translation task under one profile. Subclasses set `stage` and write `build()`."""
 
     task_name = luigi.Parameter(description="translation task: ger-eng, eng-ger, chi-eng, eng-jpn, jpn-eng")
-    profile = luigi.Parameter(config_path=_setting("profile"), description="scale profile: tiny, small, paper")
+    profile = luigi.Parameter(config_path=_setting("profile"), description="scale profile: tiny, small, medium, paper")
     # Folders that decide what is built or where are part of Luigi's task id; caches and tools are not.
     work_dir = luigi.Parameter(config_path=_setting("work_dir"), description="folder of all artifacts")
     data_dir = luigi.OptionalParameter(default=None, config_path=_setting("data_dir"),

@@ -7,14 +7,16 @@ from typing import Any
 import luigi
 
 from pipeline.io import read_json
+from pipeline.report.learning_curves import Curve, read_curve
 from pipeline.report.tables import Record
 from pipeline.config import TaskConfig
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit
 from tasks.evaluate import CompareSystems, EvaluateSystem, RoundTripBLEU
 from tasks.lm import TrainLM
+from tasks.nmt import NMT_SYSTEMS, TrainNMT
 from tasks.speed import MeasureDecodingSpeed
-from tasks.systems import VARIANT_SYSTEMS, comparisons
+from tasks.systems import NMT_MODELS_OF, VARIANT_SYSTEMS, comparisons
 
 EVAL_SET_ALIASES = ("devtest", "test", "tune")
 
@@ -79,6 +81,17 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
                 files.append((f"figure{number}_{self.task_name}_{m}.png", folder / f"speed_{suffix}.png"))
                 files.append((f"figure{number}_{self.task_name}_{m}.json", folder / f"figure{number}.json"))
         return files
+
+    def learning_curves(self) -> dict[str, Curve]:
+        """The tuning-set learning curve of every NMT model behind the chosen systems (built before them), by
+        "task system architecture seed"."""
+        curves = {}
+        for system, architecture in NMT_SYSTEMS.items():
+            if any(NMT_MODELS_OF.get(s) == system for s in self.systems):
+                for seed in getattr(self.profile_config.nmt, architecture).training.seeds:
+                    folder = self.clone(TrainNMT, architecture=architecture, seed=seed).artifact_dir()
+                    curves[f"{self.task_name} {system} {architecture} seed {seed}"] = read_curve(folder / "metrics.csv")
+        return curves
 
     def variant_systems(self) -> list[str]:
         """The systems of Table 2: the paper's NMT systems among those chosen."""

@@ -19,6 +19,7 @@ from luigi.execution_summary import LuigiStatusCode
 from pipeline import config as configs
 from pipeline.deploy.system import KINDS
 from pipeline.errors import PipelineError
+from pipeline.report.learning_curves import write_learning_curves
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
@@ -32,7 +33,8 @@ log = logging.getLogger("reproduce-table")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="reproduce-table", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--profile", help="scale profile (tiny, small, paper, paper-rehearsal); default: luigi.cfg [lmbr] profile")
+    p.add_argument("--profile", help="scale profile (tiny, small, medium, paper, paper-rehearsal); "
+                                     "default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",
                    help=f"comma-separated systems of {', '.join(ALL_SYSTEMS)}, 'all', "
@@ -196,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
                          [figure for report in reports for figure in report.speed_figures()],
                          [record for report in reports for record in report.significance()],
                          {s: SYSTEM_NOTES[s] for s in systems})
+    paths += write_learning_curves(out, {label: curve for report in reports
+                                         for label, curve in report.learning_curves().items()}, profile)
     paths += write_stage_times(out, artifact_graph(reports), tasks,
                                f"Build time of every stage per task, profile {profile}", args.workers)
     print((out / "table1.md").read_text(encoding="utf-8"))

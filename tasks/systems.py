@@ -18,6 +18,9 @@ LATTICE_SYSTEMS = ("FNMT-lat", "LNMT-lat", "TNMT-lat", "LTNMT-lat", "MBR")
 ALL_SYSTEMS = PAPER_SYSTEMS + LATTICE_SYSTEMS
 #: The systems Table 2 decodes as research and accelerated variants.
 VARIANT_SYSTEMS = ("FNMT", "LNMT", "TNMT", "LTNMT")
+#: The pure NMT system whose models each NMT-containing system decodes with.
+NMT_MODELS_OF = {**{s: "FNMT" for s in ("FNMT", "LNMT", "FNMT-lat", "LNMT-lat")},
+                 **{s: "TNMT" for s in ("TNMT", "LTNMT", "TNMT-lat", "LTNMT-lat")}}
 #: What each row of Table 1 is (the report's legend).
 SYSTEM_NOTES = {
     "PBMT": "phrase-based decoder with a KenLM 5-gram, MERT-tuned; writes the lattices",

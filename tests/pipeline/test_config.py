@@ -27,9 +27,9 @@ def edit_config(tmp_path: Path, relative: str, old: str, new: str) -> Path:
     return folder
 
 
-def test_all_five_tasks_and_four_profiles_load():
+def test_all_five_tasks_and_five_profiles_load():
     assert config.available("tasks") == PAPER_TASKS
-    assert config.available("profiles") == ["paper", "paper-rehearsal", "small", "tiny"]
+    assert config.available("profiles") == ["medium", "paper", "paper-rehearsal", "small", "tiny"]
     directions = {(t.source, t.target) for t in map(config.load_task, PAPER_TASKS)}
     assert directions == {("de", "en"), ("en", "de"), ("zh", "en"), ("en", "ja"), ("ja", "en")}
     ger_eng = config.load_task("ger-eng")

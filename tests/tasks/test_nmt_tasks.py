@@ -118,3 +118,18 @@ def test_a_profile_with_two_ranks_trains_data_parallel_under_torchrun(tmp_path, 
     one_rank = TrainNMT(architecture="gru", seed=1, **shared_params(tmp_path, data_dir,
                                                                      config_dir=quick_configs(tmp_path / "one")))
     assert one_rank.artifact_dir().name == task.artifact_dir().name
+
+
+def test_the_report_reads_each_model_s_learning_curve(tmp_path, data_dir):
+    """TaskReport.learning_curves: the tuning-set points of every model behind the chosen systems, by update."""
+    from tasks.report import TaskReport
+
+    params = shared_params(tmp_path, data_dir, config_dir=quick_configs(tmp_path))
+    params["processes"] = 1
+    assert build(NMTSystem(system="FNMT", **params)).status == LuigiStatusCode.SUCCESS
+    curves = TaskReport(systems=("PBMT", "LNMT"), **params).learning_curves()
+    assert sorted(curves) == ["ger-eng FNMT gru seed 1", "ger-eng FNMT gru seed 2"]
+    for curve in curves.values():
+        assert [p["update"] for p in curve] == [5, 10, 15, 20]
+        assert all(0 <= p["valid_bleu"] <= 100 and p["valid_loss"] > 0 and p["minutes"] >= 0 for p in curve)
+    assert TaskReport(systems=("PBMT",), **params).learning_curves() == {}
