@@ -16,7 +16,7 @@ KERNELS_STAMP := $(VENV)/.numba-kernels
 SEARCH_LIB := pipeline/smt/_pbmt_search.so
 DETERMINIZE_LIB := lattices/_tropical_determinize.so
 
-.PHONY: install reproduce test clean-work system
+.PHONY: install reproduce test docs clean-work system
 install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP) $(SEARCH_LIB) $(DETERMINIZE_LIB)
 
 system:
@@ -56,6 +56,10 @@ reproduce: install
 
 test: install
 	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)
+
+# The docs site (mkdocs.yml: docs/), strict: a broken link or anchor, or a page left out of the nav, fails.
+docs: $(VENV_STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean-work:
 	rm -rf work results

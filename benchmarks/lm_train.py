@@ -51,8 +51,11 @@ def _oov_rate(model_path: Path, lines: list[str]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--text", type=Path, default=REPO / "../shared/data/de-en/train.en.gz")
-    parser.add_argument("--dev", type=Path, default=REPO / "../shared/data/de-en/dev.en.gz")
+    data = Path(os.environ.get("MT_DATA_DIR", "")) if os.environ.get("MT_DATA_DIR") else None
+    parser.add_argument("--text", type=Path, default=data / "de-en/train.en.gz" if data else None, required=not data,
+                        help="training text (default: $MT_DATA_DIR/de-en/train.en.gz)")
+    parser.add_argument("--dev", type=Path, default=data / "de-en/dev.en.gz" if data else None, required=not data,
+                        help="held-out text (default: $MT_DATA_DIR/de-en/dev.en.gz)")
     parser.add_argument("--lines", type=int, default=50000)
     parser.add_argument("--dev-lines", type=int, default=1000)
     parser.add_argument("--order", type=int, default=5)

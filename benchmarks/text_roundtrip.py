@@ -6,7 +6,7 @@ the first --train-lines lines of the training file, runs every dev line through 
 (``ja-mecab`` for Japanese, ``13a`` otherwise). A perfect round trip gives BLEU 100 and no differing lines.
 Prints a table and writes JSON. Run from anywhere:
 
-    .venv/bin/python benchmarks/text_roundtrip.py [--data-dir ../shared/data] [--show 20]
+    .venv/bin/python benchmarks/text_roundtrip.py [--data-dir DATA_FOLDER] [--show 20]
 """
 
 from __future__ import annotations
@@ -110,13 +110,16 @@ def round_trip(target: Target, data_dir: Path, train_lines: int, merges: int, sh
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=Path, default=os.environ.get("MT_DATA_DIR"),
+                        help="the data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "text_roundtrip.json")
     parser.add_argument("--train-lines", type=int, default=20000)
     parser.add_argument("--merges", type=int, default=4000)
     parser.add_argument("--tasks", nargs="*", default=[t.task for t in TARGETS], help="a subset of the tasks")
     parser.add_argument("--show", type=int, default=0, help="print this many differing lines per task to stderr")
     args = parser.parse_args(argv)
+    if args.data_dir is None:
+        parser.error("name the data folder: --data-dir DIR or $MT_DATA_DIR")
 
     results = []
     print(f"{'task':6} {'lang':4} {'lines':>6} {'BLEU':>7} {'differ':>7} {'beyond-spaces':>13} {'sec':>6}")

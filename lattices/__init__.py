@@ -18,5 +18,5 @@ The path of a phrase-based lattice (docs/LATTICE_FORMAT.md) to the NMT decoder, 
 - :mod:`lattices.lmatrix_shards` npz shards of many sentences' L, written one sentence at a time; build_lmatrix_shard()
 - :mod:`lattices.batch`        torch: dense L rows and next rows for a batch of hypotheses
 
-The maths is shared/docs/ALGORITHMS.md sections 1-4.
+The maths is docs/algorithms.md sections 1-4.
 """

@@ -1,6 +1,6 @@
 """Exact n-gram posteriors: the probability that a path of the evidence space contains an n-gram at least once.
 
-Algorithm (shared/docs/ALGORITHMS.md section 2), for all orders 1..N in one pass:
+Algorithm (docs/algorithms.md section 2), for all orders 1..N in one pass:
 
 1. Expand the lattice so that each state knows its last N-1 tokens (epsilon arcs keep the history); every arc
    then carries the ids of the n-grams (orders 1..N) that end on it. Expanded states are numbered by their

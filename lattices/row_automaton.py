@@ -2,7 +2,7 @@
 
 The rows of L are the histories h of 0..M tokens (M = order - 1 = 3) that occur in the evidence space; row 0 is
 the empty history. A hypothesis uses the row of the LONGEST suffix of its history that is a row (exact: see
-shared/docs/ALGORITHMS.md section 4). That row depends only on the previous row and the new token: if s.y is a
+docs/algorithms.md section 4). That row depends only on the previous row and the new token: if s.y is a
 row then s is a row (the rows are closed under prefixes and suffixes, being substrings of the evidence), so s is
 a suffix of the previous row. The automaton therefore needs, per (row, token):
 

@@ -1,4 +1,4 @@
-"""The linear BLEU weights Theta_0..Theta_4 of LMBR (Tromble et al. 2008; shared/docs/ALGORITHMS.md section 3).
+"""The linear BLEU weights Theta_0..Theta_4 of LMBR (Tromble et al. 2008; docs/algorithms.md section 3).
 
 p is the unigram precision and r the average ratio of successive n-gram precisions (p2/p1, p3/p2, p4/p3), both
 from a baseline's BLEU on the dev set (``pipeline.evaluation.BleuScore.precisions``, in percent). Two

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
+
+SIGNATURE_FILE = "signature.json"
 
 
 def canonical_json(data: Any) -> str:
@@ -22,3 +25,20 @@ def format_signature(params: dict[str, Any]) -> str:
         value = params[key]
         parts.append(f"{key}:{value if isinstance(value, (str, int, float, bool)) else canonical_json(value)}")
     return "|".join(parts)
+
+
+def artifact_param(path: Path, key: str, levels: int = 4) -> tuple[Any, Path] | None:
+    """A parameter of the artifact that holds `path` (a file or folder inside an artifact folder): the value of
+    `key` in the params of the nearest signature.json at or above it (at most `levels` folders up), and that
+    file; None when there is none or it lacks the key."""
+    folder = Path(path).resolve()
+    folder = folder if folder.is_dir() else folder.parent
+    for candidate in [folder, *folder.parents][: levels + 1]:
+        signature = candidate / SIGNATURE_FILE
+        if signature.is_file():
+            try:
+                params = json.loads(signature.read_text(encoding="utf-8")).get("params", {})
+            except (OSError, ValueError):
+                return None
+            return (params[key], signature) if key in params else None
+    return None

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node Slurm on loopback, all its files under one folder (../shared/docs/CLUSTER.md's recipe).
+# A real single-node Slurm on loopback, all its files under one folder (docs/cluster.md, "A real Slurm on one machine").
 #
 #   scripts/slurm-local.sh install        Debian packages slurmctld slurmd slurm-client munge (once; needs root)
 #   scripts/slurm-local.sh start DIR      private munged + slurmctld + slurmd under DIR; waits until the node is idle

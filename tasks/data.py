@@ -65,7 +65,7 @@ class TokenizeSplit(SplitTask):
         return params
 
     def build(self, out: Path) -> dict[str, Any]:
-        resolver = DataResolver.create(self.data_dir, self.cache_dir)
+        resolver = DataResolver.create(self.data_dir, self.cache_dir, profile=self.profile)
         if self.reads_corpora():
             paths = resolver.corpora(self.config)
         else:

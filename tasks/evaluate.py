@@ -85,7 +85,7 @@ class EvaluateSystem(VariantTask):
 
 
 class CompareSystems(SplitTask):
-    """Paired bootstrap resampling of each hybrid against PBMT and against its own NMT system (BLEU and chrF2):
+    """Paired bootstrap resampling of each hybrid against PBMT, its own NMT system and lattice MBR (BLEU and chrF2):
     significance.json, one record per (system, baseline, metric)."""
 
     stage = "significance"

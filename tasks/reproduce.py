@@ -30,7 +30,8 @@ from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
 log = logging.getLogger("reproduce-table")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of reproduce-table (docs/cli.md is generated from it: python -m tasks.cli_reference)."""
     p = argparse.ArgumentParser(prog="reproduce-table", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--profile", help="scale profile (tiny, small, medium, paper, paper-rehearsal); "
@@ -44,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "accelerated; the paper's is eng-ger), 'all' or 'none'")
     p.add_argument("--eval-set", default="devtest",
                    help=f"evaluation set: {', '.join(EVAL_SET_ALIASES)} or a split name of the task configs")
-    p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, ../shared/data)")
+    p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, else the profile's bundled data, data/<profile>)")
     p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
     p.add_argument("--config-dir", help="folder of tasks/*.toml and profiles/*.toml (default: the checkout's configs)")
     p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>)")
@@ -58,7 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="also export every chosen system of every task (and Table 2 variant) into DIR/<task>/<system>"
                         "[-<variant>]/, for `lmbr translate --system` and `lmbr serve` (MBR is not exported)")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def _choose(value: str, known: tuple[str, ...], default: tuple[str, ...], what: str) -> list[str]:

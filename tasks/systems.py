@@ -38,9 +38,11 @@ SYSTEM_NOTES = {
            "2008; theta's p and r tuned on the tuning set)",
 }
 #: The baselines each system is compared with by paired bootstrap resampling.
-BASELINES = {"LNMT": ("PBMT", "FNMT"), "LTNMT": ("PBMT", "TNMT"), "FNMT-lat": ("PBMT", "FNMT"),
-             "LNMT-lat": ("PBMT", "FNMT"), "TNMT-lat": ("PBMT", "TNMT"), "LTNMT-lat": ("PBMT", "TNMT"),
-             "MBR": ("PBMT",)}
+# Every hybrid against PBMT and its own NMT system; every NMT-containing hybrid also against lattice MBR, which uses
+# the lattice alone: "does the NMT add anything to the lattice?"
+BASELINES = {"LNMT": ("PBMT", "FNMT", "MBR"), "LTNMT": ("PBMT", "TNMT", "MBR"), "FNMT-lat": ("PBMT", "FNMT", "MBR"),
+             "LNMT-lat": ("PBMT", "FNMT", "MBR"), "TNMT-lat": ("PBMT", "TNMT", "MBR"),
+             "LTNMT-lat": ("PBMT", "TNMT", "MBR"), "MBR": ("PBMT",)}
 
 
 def translation_tasks() -> dict[str, type[SplitTask]]:
@@ -58,7 +60,8 @@ def translation_task(system: str) -> type[SplitTask]:
 
 
 def comparisons(systems: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
-    """{baseline: the systems compared with it}: every chosen hybrid against PBMT and against its NMT system."""
+    """{baseline: the systems compared with it}: every chosen hybrid against PBMT and against its NMT system, and
+    every NMT-containing hybrid against lattice MBR (BASELINES)."""
     pairs: dict[str, list[str]] = {}
     for system in ALL_SYSTEMS:
         if system in systems:

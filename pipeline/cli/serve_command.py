@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sentences decoded together across requests (default: the system's batch_sentences)")
     p.add_argument("--refill", type=float, default=0.25,
                    help="start waiting sentences when those decoding drop to this fraction of --pool-sentences "
-                        "(default 0.25; 1: whenever there is room; see docs/RESULTS.md, serve_load)")
+                        "(default 0.25; 1: whenever there is room; see docs/measurements.md, serve_load)")
     p.add_argument("--max-queue", type=positive_int, default=256,
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
     p.add_argument("--max-chars", type=positive_int, default=5000, help="characters per request (413 past it)")
@@ -29,20 +29,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--decode-processes", type=int,
                    help="decoding processes of one thread each, each with a pool of its own (default on a CPU: "
                         "--threads, or torch's thread count; 0: one pool stepped with --threads threads in the "
-                        "server's own process, the default on a GPU; docs/RESULTS.md, serve_load)")
+                        "server's own process, the default on a GPU; docs/measurements.md, serve_load)")
+    p.add_argument("--shutdown-timeout", type=float, default=20.0,
+                   help="seconds after SIGTERM or SIGINT (to the server or its process group) within which accepted "
+                        "requests are answered; what is left then gets 503 and the server exits (default 20)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
     import socket
 
     import torch
-    import uvicorn
 
-    from pipeline.deploy.server import ServerLimits, create_app
+    from pipeline.deploy.server import ServerLimits, create_app, run_server
     from pipeline.deploy.service import DecodingService
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
@@ -67,17 +68,16 @@ def run(args: argparse.Namespace) -> int:
     service = DecodingService(translator, pool_sentences=args.pool_sentences or decode.get("batch_sentences", 16),
                               max_queue=args.max_queue, refill=args.refill, prepare_processes=processes,
                               decode_processes=decoders)
-    app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines))
+    if args.shutdown_timeout <= 0:
+        raise SystemExit("lmbr serve: --shutdown-timeout must be above 0")
+    app = create_app(service, ServerLimits(max_chars=args.max_chars, max_lines=args.max_lines),
+                     shutdown_seconds=5.0)
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     host, port = sock.getsockname()[:2]
     print(f"lmbr serve: {translator.system.name} ({translator.system.source}-{translator.system.target}) on "
           f"http://{host}:{port}/", file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=None))
-    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again under the handler it found: a no-op
-    # here, so that a server stopped by SIGTERM after finishing its requests exits with status 0
-    signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    server.run(sockets=[sock])
-    print("lmbr serve: stopped after finishing every accepted request", file=sys.stderr)
+    run_server(app, service, sock, args.shutdown_timeout)
+    print("lmbr serve: stopped", file=sys.stderr)
     return 0

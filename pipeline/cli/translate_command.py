@@ -5,7 +5,8 @@ MODEL: checkpoint files (several: an ensemble), a system.json (NMTSystem), or an
 (NMTSystem, AverageCheckpoints, TrainNMT). Input is raw text, preprocessed like the task's data (tokenizer of
 `--task`, the truecaser of `--truecaser-dir`, the BPE codes of `--bpe-codes`), or BPE subwords with `--bpe-input`.
 Output is detokenized text (`-o`), optionally also the subwords (`--bpe-output`); with `--nbest N > 1` both are
-Moses-style n-best lists. Search settings default to the `[decode]` section of `--profile`.
+Moses-style n-best lists. Search settings default to the `[decode]` section of `--profile`, by default the profile
+the first model was trained with (its artifact's signature.json).
 
 LMBR (`--lmbr DIR`): the L matrices of BuildLMatrix (its folder of shard-*.npz, or one shard file), built from
 the lattices of the same input, line i using sentence i's L; the NMT log-probabilities are scaled by
@@ -48,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bpe-codes", help="source BPE codes (LearnBPE's codes.<source>); not with --bpe-input")
     p.add_argument("--truecaser-dir", help="folder of truecase.<lang>.json (TrainTruecaser), for cased languages")
     p.add_argument("--bpe-input", action="store_true", help="the input is already BPE subwords")
-    p.add_argument("--profile", default="tiny", help="profile whose [decode] section gives the defaults (tiny)")
+    p.add_argument("--profile", help="profile whose [decode] section gives the defaults (default: the profile the "
+                                     "first model was trained with, from its artifact's signature.json; tiny when "
+                                     "it has none)")
     p.add_argument("--beam", type=positive_int, help="hypotheses kept per sentence")
     p.add_argument("--batch-sentences", type=positive_int, help="sentences decoded together")
     p.add_argument("--sort", action=argparse.BooleanOptionalAction, default=None,
@@ -185,6 +188,19 @@ def run_system(args: argparse.Namespace) -> int:
     return 0
 
 
+def models_profile(model: Path) -> str:
+    """The profile a model was trained with (its artifact's signature), else tiny, said on stderr."""
+    from pipeline.signature import artifact_param
+
+    found = artifact_param(model, "profile")
+    if found is None:
+        print(f"lmbr translate: {model} has no artifact signature naming its profile: the tiny profile's [decode] "
+              f"settings apply (pass --profile to choose)", file=sys.stderr)
+        return "tiny"
+    print(f"lmbr translate: the {found[0]} profile's [decode] settings ({found[1]})", file=sys.stderr)
+    return str(found[0])
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -198,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.io import read_lines, write_json
 
     task = configs.load_task(args.task)
-    profile = configs.load_profile(args.profile)
+    profile = configs.load_profile(args.profile or models_profile(Path(args.models[0])))
     decode = profile.decode
     if args.bpe_input == bool(args.bpe_codes):
         raise DataError("give --bpe-codes for raw input, or --bpe-input for input that is already BPE subwords")

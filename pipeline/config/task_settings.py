@@ -28,7 +28,7 @@ class SplitsConfig:
     train: str
     tune: str  # tuning: MERT, the LMBR grid, NMT validation
     devtest: tuple[str, ...]  # development test sets; the first is the default evaluation set
-    test: str  # the official test set of the paper's table (withheld from shared/data)
+    test: str  # the official test set of the paper's table (withheld from development: fetched by name only when a run asks for it)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""Find the files of a split: the data folder, then the download cache, then the official download.
+"""Find the files of a split: the data folder, then the profile's bundled data, then the download cache, then the
+official download.
 
-The data folder is the `--data-dir` option, else $MT_DATA_DIR, else `../shared/data` beside the checkout when it
-exists; its layout is `<pair>/<split>.<lang>.gz`. The cache has the same layout. A split in neither is fetched:
+The data folder is the `--data-dir` option, else $MT_DATA_DIR (unset: none); its layout is
+`<pair>/<split>.<lang>.gz`. The bundled data (`data/<profile>/` in the repository, pipeline/data/bundle.py) and the
+cache have the same layout; a bundled file is checked against the bundle's SHA256SUMS before it is read. A split in neither is fetched:
 through sacrebleu's own data set when the task config names one (`[sacrebleu]`), else from the official archive
 of `[downloads.<split>]`. A split found nowhere is an error that names the split and every place looked. The
 training corpora by name (`[[corpora]]`, pipeline/data/corpora.py) are built into the cache by `corpora()`.
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.config import TaskConfig
+from pipeline.data.bundle import bundle_dir, verify_bundle
 from pipeline.data.corpora import build_training_corpus
 from pipeline.data.download import extract_split, fetch_archive
 from pipeline.data.fetch import MIRROR_ENV, OFFLINE_ENV, DownloadError, Fetcher
@@ -25,13 +28,12 @@ DATA_DIR_ENV = "MT_DATA_DIR"
 
 
 def default_data_dir(option: str | os.PathLike | None, env: Mapping[str, str] = os.environ) -> Path | None:
-    """The data folder: the option, else $MT_DATA_DIR, else ../shared/data beside the checkout (if it exists)."""
+    """The data folder: the option, else $MT_DATA_DIR, else none."""
     if option:
         return Path(option)
     if env.get(DATA_DIR_ENV):
         return Path(env[DATA_DIR_ENV])
-    shared = CHECKOUT.parent / "shared" / "data"
-    return shared if shared.is_dir() else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,15 @@ class DataResolver:
     cache_dir: Path
     offline: bool = False
     mirror: str = ""  # base URL that replaces the original hosts ($MT_DOWNLOAD_MIRROR)
+    bundle: Path | None = None  # the profile's data inside the repository (data/<profile>), if it has one
 
     @classmethod
     def create(cls, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike,
-               env: Mapping[str, str] = os.environ) -> "DataResolver":
+               env: Mapping[str, str] = os.environ, profile: str = "") -> "DataResolver":
+        """`profile`: the profile whose bundled data (data/<profile>) is looked in after the data folder."""
         offline = env.get(OFFLINE_ENV, "") not in ("", "0")
-        return cls(default_data_dir(data_dir, env), Path(cache_dir), offline, env.get(MIRROR_ENV, ""))
+        return cls(default_data_dir(data_dir, env), Path(cache_dir), offline, env.get(MIRROR_ENV, ""),
+                   bundle_dir(profile) if profile else None)
 
     def fetcher(self) -> Fetcher:
         return Fetcher(self.cache_dir, mirror=self.mirror, offline=self.offline)
@@ -59,11 +64,13 @@ class DataResolver:
         """{language: path} of the source and target files of `split`."""
         langs = (task.source, task.target)
         looked = []
-        for folder in (self.data_dir, self.cache_dir):
+        for folder in (self.data_dir, self.bundle, self.cache_dir):
             if folder is None:
                 continue
             paths = {lang: folder / task.pair / f"{split}.{lang}.gz" for lang in langs}
             if all(p.is_file() for p in paths.values()):
+                if folder == self.bundle:
+                    verify_bundle(folder, [p.relative_to(folder).as_posix() for p in paths.values()])
                 return paths
             looked.append(str(folder / task.pair / f"{split}.{{{','.join(langs)}}}.gz"))
         paths = {lang: self.cache_dir / task.pair / f"{split}.{lang}.gz" for lang in langs}
@@ -80,6 +87,6 @@ class DataResolver:
         key = task.split_key(split)
         raise DataError(
             f"split {task.pair}/{split} ({task.path}, key '{key}') was not found; looked in: "
-            + "; ".join(looked or ["no data folder is set"])
+            + "; ".join(looked or ["no data folder is set and the profile has no bundled data"])
             + f"; {reason}. Pass --data-dir or set ${DATA_DIR_ENV} to a folder holding {task.pair}/{split}.<lang>.gz."
         )

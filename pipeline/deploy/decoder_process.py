@@ -8,7 +8,7 @@
 
 On a CPU, one search stepped with two threads is far from twice as fast as with one (small matrix products, and the
 search's own Python between them): 1.42x on this project's machine, against 1.57x for two searches in two
-processes of one thread each (benchmarks/decode_processes.py; docs/RESULTS.md), which also keep the search off the
+processes of one thread each (benchmarks/decode_processes.py; docs/measurements.md), which also keep the search off the
 server's interpreter. So the server decodes in N such processes, as Marian's server and
 CTranslate2's inter_threads do, each with a pool of its own (pipeline/deploy/service.py shares the sentences
 out). A worker loads the exported system without its PBMT (Translator(decode_only=True)): the sentences come to it
@@ -60,11 +60,11 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
     import torch
 
     from pipeline.decode.batching import step_pool
-    from pipeline.deploy.workers import ignore_interrupts
+    from pipeline.deploy.workers import ignore_stop_signals
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
-    ignore_interrupts()
+    ignore_stop_signals()
     torch.set_num_threads(threads)
     translator = Translator(load_system(Path(folder)), device="cpu", decode_only=True)
     model = translator.decoding_model()
@@ -98,7 +98,10 @@ def _serve(connection: Connection, folder: str, threads: int) -> None:
             pool.clear()
             continue
         if ended:
-            connection.send(("done", ended))
+            try:
+                connection.send(("done", ended))
+            except OSError:  # the server has gone: nothing to answer to
+                return
         steps += 1
         if steps % TRIM_EVERY_STEPS == 0:
             trim()

@@ -34,11 +34,11 @@ def _serve(connection: Connection, folder: str, batch_lines: int, threads: int) 
     """The worker's loop: (lines, terms, first_line) in, ("ok", prepared, seconds) or ("error", exception) out."""
     import torch
 
-    from pipeline.deploy.workers import ignore_interrupts
+    from pipeline.deploy.workers import ignore_stop_signals
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
-    ignore_interrupts()
+    ignore_stop_signals()
     torch.set_num_threads(threads)
     translator = Translator(load_system(Path(folder)), batch_lines=batch_lines, device="cpu")
     connection.send(("ready",))
@@ -67,6 +67,7 @@ class ProcessPreparer:
         self._lock = threading.Lock()
         self._process: multiprocessing.process.BaseProcess | None = None
         self._connection: Connection | None = None
+        self.restarts = True  # False once the server shuts down: a dead worker is then not started again
         self._start()
 
     def _start(self) -> None:
@@ -81,6 +82,8 @@ class ProcessPreparer:
         """Translator.prepare_timed(lines, terms, first_line) in the worker."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
+                if not self.restarts:
+                    raise WorkerDied("the preparing process has stopped: the server is shutting down")
                 self._start()
             try:
                 self._connection.send((list(lines), None if terms is None else list(terms), first_line))

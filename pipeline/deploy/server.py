@@ -15,8 +15,12 @@ work as they are.
 Each line of `q` is a sentence; a request's sentences join the running decoder batch of the other requests
 (pipeline/deploy/service.py), and the event loop only awaits their future. Answers: 400 for bad JSON, a missing or
 mistyped field or another language pair (the message names the field); 413 for a request over `max_chars` or
-`max_lines`; 503 with Retry-After while the queue is full or the server is shutting down. On SIGTERM uvicorn stops
-accepting connections and waits for the requests in flight; the service then finishes what it accepted.
+`max_lines`; 503 with Retry-After while the queue is full or the server is shutting down.
+
+Shutdown (`run_server`): on SIGTERM or SIGINT, whether sent to the server or to its whole process group, the server
+stops taking connections and requests, answers what it accepted, or answers 503 for what is left after its shutdown
+time, and exits; its worker processes leave the signals to it and are never started again once it began
+(pipeline/deploy/workers.py).
 """
 from __future__ import annotations
 
@@ -92,8 +96,10 @@ def _terminology(terms, translator) -> Terminology | None:
     return Terminology.parse(terms, translator.source.tokenizer.tokenize, origin="line") if terms.strip() else None
 
 
-def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) -> Starlette:
-    """The ASGI app of a running DecodingService (closed by the app's shutdown)."""
+def create_app(service: DecodingService, limits: ServerLimits = ServerLimits(),
+               shutdown_seconds: float | None = None) -> Starlette:
+    """The ASGI app of a running DecodingService, closed by the app's shutdown: what it accepted is answered, or
+    failed after `shutdown_seconds` (None: however long it takes)."""
     system = service.translator.system
     source, target = system.source, system.target
     metrics = _Metrics(service)
@@ -141,6 +147,10 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
             texts = await asyncio.wrap_future(future)
         except DataError as e:
             return _error(400, f"field q: {e}", metrics)
+        except Closed as e:  # the shutdown time ran out before it was translated
+            return _error(503, str(e), metrics)
+        except Exception as e:  # noqa: BLE001 - a decoding process died with it: the client is told, the server goes on
+            return _error(500, f"translation failed: {e}", metrics)
         finally:
             metrics.in_flight -= 1
         metrics.requests.labels("200").inc()
@@ -170,7 +180,7 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         yield
-        await asyncio.get_running_loop().run_in_executor(None, service.close)  # finish what was accepted
+        await asyncio.get_running_loop().run_in_executor(None, service.close, shutdown_seconds)
 
     return Starlette(routes=[Route("/translate", translate, methods=["POST"]),
                              Route("/languages", languages, methods=["GET"]),
@@ -178,3 +188,24 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits()) 
                              Route("/metrics", metrics_page, methods=["GET"]),
                              Route("/", page, methods=["GET"])],
                      lifespan=lifespan)
+
+
+def run_server(app: Starlette, service: DecodingService, sock, shutdown_seconds: float) -> None:
+    """Serve `app` on the bound socket `sock` until SIGTERM or SIGINT. At the signal the service takes nothing new
+    and fails what it has not answered after `shutdown_seconds`; uvicorn closes the listening socket, waits for the
+    answers (a few seconds past the shutdown time at most), and the app's shutdown closes the service."""
+    import signal
+
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame) -> None:
+            service.begin_shutdown(shutdown_seconds)
+            super().handle_exit(sig, frame)
+
+    server = _Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=shutdown_seconds + 5))
+    # uvicorn raises the signal again after its shutdown, under the handler it found: no-ops here, so that a server
+    # stopped by a signal after answering its requests exits with status 0
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
+    server.run(sockets=[sock])

@@ -6,6 +6,7 @@
     future.timings                                          # its seconds per phase: queue, preprocess, pbmt,
                                                             # posteriors, nmt (from its first sentence's start)
     service.close()                                         # finishes every accepted request, then stops
+    service.begin_shutdown(20)                              # the same, failing what is left after 20 s
 
 Threads, so that the caller (the server's event loop) never waits on decoding:
 
@@ -21,7 +22,7 @@ Threads, so that the caller (the server's event loop) never waits on decoding:
   stepped with the others by decode_sources' streaming step (pipeline/decode/batching.py: step_pool). With a GRU
   (a model that joins at any step) the new batch joins the running one at once and shares its queries from its
   first step; with a Transformer it catches up alone, one small query per step, and joins at the same step. The
-  default refill 0.25 lets sentences gather first (docs/RESULTS.md, serve_load). A request is answered when its
+  default refill 0.25 lets sentences gather first (docs/measurements.md, serve_load). A request is answered when its
   last sentence ends; a sentence whose terms could not be met goes back to the front of the queue without them
   (Translator.missing_terms);
 - or, with `decode_processes` N >= 1, N decoding processes (pipeline/deploy/decoder_process.py), each with a pool
@@ -30,6 +31,10 @@ Threads, so that the caller (the server's event loop) never waits on decoding:
   takes ready sentences when its pool is down to the refill point and no other's is smaller, up to an even share
   of all the sentences waiting or decoding; its n-best lists come back as its sentences end, and are finished
   here. A process that dies fails the sentences it held (their requests get the error) and is started again.
+
+Shutdown (`begin_shutdown`, then `close`): nothing new is accepted, every accepted request is answered, or failed
+with :class:`Closed` when the shutdown time runs out first, and no worker process is started again, whatever ends
+it (pipeline/deploy/workers.py: the workers leave the stop signals to the server).
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
@@ -91,6 +96,7 @@ class _Worker:
     pending: dict[int, tuple[_Request, int, Prepared]] = field(default_factory=dict)
     closed: bool = False       # its feeding thread has ended and closed it
     starting: bool = False     # being started again after it died: it takes nothing meanwhile
+    gone: bool = False         # it died during shutdown and is not started again: it takes nothing more
 
 
 class DecodingService:
@@ -115,6 +121,8 @@ class DecodingService:
         self._decoding = 0                                  # sentences in the pool
         self._preparing = 0                                 # requests taken by the preparing thread, not handed on
         self._closing = False
+        self._aborted = False                               # the shutdown time ran out: what was left has failed
+        self._accepted: list[_Request] = []                 # requests accepted and maybe not answered yet
         self._lines_seen = 0                                # lines taken for preparing (their numbers in warnings)
         self._preparers = [ProcessPreparer(translator.system.folder, translator.batch_lines)
                            for _ in range(prepare_processes)]
@@ -156,20 +164,55 @@ class DecodingService:
                 return future
             self._queued += len(lines)
             self._requests.append(request)
+            self._accepted = [r for r in self._accepted if not r.future.done()] + [request]
             self._lock.notify_all()
         return future
 
-    def close(self, timeout: float | None = None) -> None:
-        """Accept nothing more; finish every accepted request; stop the threads."""
+    def begin_shutdown(self, seconds: float | None = None) -> None:
+        """Accept nothing more and start no worker process again; the threads end once every accepted request is
+        answered. After `seconds` (None: never), whatever is still unanswered fails with Closed."""
         with self._lock:
+            if self._closing:
+                return
             self._closing = True
+            for preparer in self._preparers:
+                preparer.restarts = False
             self._lock.notify_all()
+        if seconds is not None:
+            timer = threading.Timer(seconds, self.abort)
+            timer.daemon = True
+            timer.start()
+
+    def abort(self) -> None:
+        """Fail every accepted request not answered yet (Closed) and let every thread end now."""
+        error = Closed("the server shut down before this request was translated")
+        with self._lock:
+            self._closing = self._aborted = True
+            left = [r for r in self._accepted if not r.future.done()]
+            self._requests.clear()
+            self._ready.clear()
+            for worker in self._workers:
+                worker.pending.clear()
+            self._queued = self._decoding = 0
+            for request in left:  # under the lock, as every answer is given: none is answered twice
+                request.future.set_exception(error)
+            self._lock.notify_all()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Accept nothing more; finish every accepted request, failing what is left after `timeout` seconds (None:
+        wait however long it takes); stop the threads and the worker processes."""
+        self.begin_shutdown()
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
+            self.abort()
+            for thread in self._threads:
+                thread.join(5)
         for preparer in self._preparers:
             preparer.close()
         for worker in self._workers:
-            worker.decoder.close()
+            worker.decoder.close(timeout=5 if self._aborted else 30)
 
     # ------------------------------------------------------------------------------------------------- threads
     def _finished(self) -> bool:
@@ -214,8 +257,9 @@ class DecodingService:
             with self._lock:
                 self._queued -= len(requests[0].lines)
                 self._preparing -= 1
+                if not requests[0].future.done():  # (an aborted shutdown may have failed it already)
+                    requests[0].future.set_exception(e)
                 self._lock.notify_all()
-            requests[0].future.set_exception(e)
             return
         with self._lock:
             start = 0
@@ -252,7 +296,7 @@ class DecodingService:
             with self._lock:
                 while not pool and not self._ready and not self._finished():
                     self._lock.wait()
-                if not pool and self._finished():
+                if self._aborted or (not pool and self._finished()):
                     return
                 entries = []
                 if self._ready and self._decoding <= self.refill * self.pool_sentences:
@@ -301,22 +345,24 @@ class DecodingService:
     def _ready_for(self, worker: _Worker) -> bool:
         """Whether `worker` takes ready sentences now: its pool is down to the refill point, and no other worker's
         is smaller (called under the lock)."""
-        held, running = len(worker.pending), [w for w in self._workers if not w.starting]
-        return bool(self._ready) and not worker.starting and held <= self.refill * self.pool_sentences and \
-            held == min(len(w.pending) for w in running)
+        held, running = len(worker.pending), [w for w in self._workers if not w.starting and not w.gone]
+        return bool(self._ready) and not worker.starting and not worker.gone and \
+            held <= self.refill * self.pool_sentences and held == min(len(w.pending) for w in running)
 
     def _share(self, worker: _Worker) -> int:
         """How many ready sentences `worker` takes: up to an even share of all the sentences waiting or decoding,
         within its pool (called under the lock)."""
-        total = len(self._ready) + sum(len(w.pending) for w in self._workers)
-        even = -(-total // len(self._workers))
+        running = [w for w in self._workers if not w.gone]
+        total = len(self._ready) + sum(len(w.pending) for w in running)
+        even = -(-total // len(running))
         return min(self.pool_sentences - len(worker.pending), max(1, even - len(worker.pending)))
 
     def _feed_loop(self, worker: _Worker) -> None:
         """Hands ready sentences to one decoding process; when everything accepted is answered, closes it."""
         while True:
             with self._lock:
-                while not self._ready_for(worker) and not (self._finished() and not self._decoding):
+                while not self._ready_for(worker) and not (self._finished() and not self._decoding) \
+                        and not worker.gone and not self._aborted:
                     self._lock.wait()
                 if not self._ready_for(worker):
                     worker.closed = True
@@ -336,14 +382,17 @@ class DecodingService:
         """Takes one decoding process's n-best lists as its sentences end; restarts it if it dies."""
         while True:
             message = worker.decoder.receive()
-            if message is None:  # it exited: closed, or died
+            if message is None:  # it exited: closed, or died (during shutdown: it is not started again)
                 with self._lock:
                     closed, keys = worker.closed, list(worker.pending)
-                    worker.starting = not closed
+                    worker.gone = not closed and self._closing
+                    worker.starting = not closed and not worker.gone
+                    self._lock.notify_all()
                 if keys:
                     self._lost(worker, keys, RuntimeError(f"the decoding process ended (exit code "
                                                           f"{worker.decoder.exitcode})"))
-                if closed:
+                if closed or worker.gone:
+                    self._fail_stranded()
                     return
                 try:
                     worker.decoder.start()
@@ -359,6 +408,20 @@ class DecodingService:
                 ended = [(worker.pending.pop(key), hyps) for key, hyps in message[1] if key in worker.pending]
             for entry, hyps in ended:
                 self._ended(entry, hyps)
+
+    def _fail_stranded(self) -> None:
+        """During shutdown with every decoding process gone: the sentences waiting for one fail their requests."""
+        with self._lock:
+            if not self._workers or any(not w.gone and not w.closed for w in self._workers) or not self._ready:
+                return
+            stranded = list(self._ready)
+            self._ready.clear()
+            self._queued -= len(stranded)
+            error = Closed("the server shut down (its decoding processes ended) before this request was translated")
+            for request, _, _ in stranded:
+                if not request.future.done():
+                    request.future.set_exception(error)
+            self._lock.notify_all()
 
     def _lost(self, worker: _Worker, keys: list[int], error: Exception) -> None:
         """The sentences `keys` of `worker` fail their requests (each at most once)."""

@@ -1,24 +1,58 @@
-"""The server's worker processes (preparer.py, decoder_process.py): how one starts, and which signals it leaves to
-the server.
+"""The server's worker processes (preparer.py, decoder_process.py): how one starts, which signals it leaves to the
+server, and how it never outlives it.
 
 A worker is spawned (the server already runs threads), loads the exported system and says it is ready over its
-pipe. It leaves Ctrl-C to the server: SIGINT reaches the terminal's whole process group, and the server finishes
-every accepted request with its workers before it closes them through their pipes. SIGTERM keeps its default, since
-multiprocessing stops daemon workers with it when their parent exits; under systemd use KillMode=mixed, so that
-SIGTERM goes to the server alone."""
+pipe. The server alone decides when its workers stop, however the stop is asked for:
+
+- SIGINT and SIGTERM are ignored in a worker. Ctrl-C reaches the terminal's whole process group, and so does a
+  SIGTERM to the group (systemd's default KillMode=control-group, supervisors that stop a group); the server,
+  which gets the signal too, stops taking requests, finishes or fails what it accepted within its shutdown time,
+  and closes its workers through their pipes. A worker that died of the signal would otherwise be an error, and
+  the server would start it again.
+- A worker exits when it is told to (None on its pipe) or when its pipe closes (the server has gone, even by
+  SIGKILL). At the interpreter's exit the server closes every worker's pipe and waits for it (then kills it),
+  before multiprocessing's own exit handler, which would SIGTERM (ignored) and wait forever."""
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import signal
+import weakref
 from multiprocessing.connection import Connection
 from typing import Callable
 
-__all__ = ["ignore_interrupts", "start_worker"]
+__all__ = ["ignore_stop_signals", "start_worker", "stop_worker"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def ignore_interrupts() -> None:
-    """In a worker process: SIGINT is ignored (see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def ignore_stop_signals() -> None:
+    """In a worker process: SIGINT and SIGTERM are ignored (see the module docstring)."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def stop_worker(process: multiprocessing.process.BaseProcess, connection: Connection | None,
+                timeout: float = 10.0) -> None:
+    """Asks a worker to finish and exit (None on its pipe, then the pipe closed); kills it after `timeout` s."""
+    if connection is not None:
+        try:
+            connection.send(None)
+        except (OSError, ValueError):
+            pass
+        connection.close()
+    if process.pid is None:
+        return
+    process.join(timeout)
+    if process.is_alive():
+        process.kill()
+        process.join(5)
+
+
+def _stop_at_exit(process_ref: weakref.ref, connection: Connection) -> None:
+    process = process_ref()
+    if process is not None and process.is_alive():
+        stop_worker(process, None if connection.closed else connection, timeout=5)
 
 
 def start_worker(target: Callable, args: tuple, name: str) -> tuple[multiprocessing.process.BaseProcess,
@@ -36,4 +70,5 @@ def start_worker(target: Callable, args: tuple, name: str) -> tuple[multiprocess
     except EOFError:
         process.join(5)
         return process, None
+    atexit.register(_stop_at_exit, weakref.ref(process), ours)
     return process, ours

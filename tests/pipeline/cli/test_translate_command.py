@@ -169,3 +169,25 @@ def test_streaming_gives_the_batched_output(setup, tmp_path):
                          input_lines=lines, models=setup["models"]) == 0
         outputs.append((tmp_path / "out.en").read_text(encoding="utf-8"))
     assert outputs[0] == outputs[1] and json.loads((tmp_path / "t.json").read_text())["streaming"] is True
+
+
+def test_a_model_of_an_artifact_decodes_with_its_profiles_settings(setup, tmp_path, capsys):
+    """A model inside a TrainNMT-style artifact folder brings its profile (signature.json): here paper's [decode],
+    beam 12 and 16 sentences a batch; a loose checkpoint gets tiny's (beam 4, 8 sentences), said on stderr."""
+    import shutil
+
+    artifact = tmp_path / "work" / "paper" / "ger-eng" / "nmt" / "gru-seed1-abc"
+    (artifact / "checkpoints").mkdir(parents=True)
+    for name in ("vocab.de.json", "vocab.en.json"):
+        shutil.copy(setup["models"][0].parent / name, artifact / "checkpoints" / name)
+    model = shutil.copy(setup["models"][0], artifact / "checkpoints" / "checkpoint-00000010.pt")
+    (artifact / "signature.json").write_text(json.dumps({"params": {"profile": "paper", "stage": "nmt"}}))
+    timings = tmp_path / "timings.json"
+    assert translate(setup, tmp_path, "--timings", str(timings), models=[model]) == 0
+    assert (json.loads(timings.read_text())["beam"], json.loads(timings.read_text())["batch_sentences"]) == (12, 16)
+    assert "the paper profile's [decode] settings" in capsys.readouterr().err
+    assert translate(setup, tmp_path, "--timings", str(timings), "--profile", "small", models=[model]) == 0
+    assert json.loads(timings.read_text())["batch_sentences"] == 16 and json.loads(timings.read_text())["beam"] == 4
+    assert translate(setup, tmp_path, "--timings", str(timings)) == 0
+    assert (json.loads(timings.read_text())["beam"], json.loads(timings.read_text())["batch_sentences"]) == (4, 8)
+    assert "no artifact signature naming its profile" in capsys.readouterr().err

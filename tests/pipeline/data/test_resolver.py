@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import config
-from pipeline.data.resolver import CHECKOUT, DataResolver, default_data_dir
+from pipeline.data.resolver import DataResolver, default_data_dir
 from pipeline.errors import DataError
 from pipeline.io import read_lines
 from tests.conftest import write_pair
@@ -38,8 +38,7 @@ def task_with_download(archive: Path, checksum: str | None = None) -> config.Tas
 def test_data_dir_order(tmp_path):
     assert default_data_dir(tmp_path / "opt", {"MT_DATA_DIR": str(tmp_path / "env")}) == tmp_path / "opt"
     assert default_data_dir(None, {"MT_DATA_DIR": str(tmp_path / "env")}) == tmp_path / "env"
-    shared = CHECKOUT.parent / "shared" / "data"
-    assert default_data_dir(None, {}) == (shared if shared.is_dir() else None)
+    assert default_data_dir(None, {}) is None  # nothing outside the repository is a default
 
 
 def test_resolves_files_in_the_data_folder(data_dir, tmp_path):

@@ -23,10 +23,12 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 class Server:
     """`lmbr serve` in a subprocess on a free loopback port."""
 
-    def __init__(self, folder, *options: str) -> None:
+    def __init__(self, folder, *options: str, own_group: bool = False) -> None:
+        """`own_group`: the server leads a process group of its own (its workers join it), as under systemd."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pipeline.cli.lmbr", "serve", "--system", str(folder), "--port", "0",
-             "--threads", "1", *options], stderr=subprocess.PIPE, text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+             "--threads", "1", *options], stderr=subprocess.PIPE, text=True, env={**os.environ, "TQDM_DISABLE": "1"},
+            start_new_session=own_group)
         line = self.process.stderr.readline()
         match = re.search(r"on (http://[\d.]+:\d+)/", line)
         assert match, line
@@ -202,3 +204,91 @@ def test_terms_in_a_request_appear_in_its_translation_and_bad_terms_are_400(lnmt
         assert (bad.status_code, message in bad.json()["error"]) == (400, True), bad.text
     plain = httpx.post(f"{server.url}/translate", json=request(raw[0]), timeout=120)
     assert plain.json()["translatedText"] == offline[raw[0]]
+
+
+def group_pids(group: int) -> set[int]:
+    """The live processes of a process group (from /proc; zombies excluded)."""
+    pids = set()
+    for stat in os.listdir("/proc"):
+        if stat.isdigit():
+            try:
+                fields = open(f"/proc/{stat}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                pids.add(int(stat))
+    return pids
+
+
+def stop_and_watch(server: Server, signum: int, to_group: bool, limit: float = 30.0) -> tuple[int, float, set[int]]:
+    """Sends the signal (to the server or its whole group); waits for the server to exit. Returns its exit status,
+    the seconds it took, and the processes that appeared in its group meanwhile (a worker started again)."""
+    group = server.process.pid
+    before = group_pids(group)
+    started = time.monotonic()
+    (os.killpg if to_group else os.kill)(group, signum)
+    appeared: set[int] = set()
+    while server.process.poll() is None and time.monotonic() - started < limit:
+        appeared |= group_pids(group) - before
+        time.sleep(0.05)
+    seconds = time.monotonic() - started
+    if server.process.poll() is None:
+        os.killpg(group, signal.SIGKILL)
+        raise AssertionError(f"the server was still running {limit:.0f} s after the signal")
+    return server.process.wait(), seconds, appeared
+
+
+def wait_for_group_to_empty(group: int, seconds: float = 10.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while group_pids(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return group_pids(group)
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["pid", "group"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_an_idle_server_stops_on_a_signal_to_it_or_its_group(exported_systems, signum, to_group):
+    exports, raw = exported_systems
+    server = Server(exports["LNMT"].folder(), "--pool-sentences", "4", own_group=True)
+    assert httpx.post(f"{server.url}/translate", json=request(raw[:2]), timeout=60).status_code == 200
+    status, seconds, appeared = stop_and_watch(server, signum, to_group)
+    assert status == 0 and seconds < 30
+    assert not appeared, f"processes started during shutdown: {appeared}"
+    assert not wait_for_group_to_empty(server.process.pid), "processes left in the server's group"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_loaded_server_answers_or_fails_every_request_when_its_group_is_stopped(exported_systems, signum):
+    """12 requests accepted (one sentence decoded at a time), then the signal to the whole group, with a 3 s
+    shutdown time: every request gets the offline translation or a 503, nothing is left running, and no worker is
+    started again (the workers would die of a group SIGTERM and be restarted before this was fixed)."""
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()
+    offline = dict(zip(raw, Translator(load_system(folder)).translate(raw)))
+    server = Server(folder, "--pool-sentences", "1", "--shutdown-timeout", "3", own_group=True)
+    watched = {}
+
+    async def run():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            tasks = [asyncio.create_task(client.post("/translate", json=request(raw[k % len(raw):][:3])))
+                     for k in range(12)]
+            while (await client.get("/health")).json()["in_flight"] < 12:
+                await asyncio.sleep(0.005)
+            loop = asyncio.get_running_loop()
+            watch = loop.run_in_executor(None, stop_and_watch, server, signum, True)
+            answers = await asyncio.gather(*tasks, return_exceptions=True)
+            watched["result"] = await watch
+            return answers
+
+    answers = asyncio.run(run())
+    status, seconds, appeared = watched["result"]
+    assert status == 0 and seconds < 30
+    assert not appeared, f"processes started during shutdown: {appeared}"
+    assert not wait_for_group_to_empty(server.process.pid), "processes left in the server's group"
+    assert all(isinstance(a, httpx.Response) for a in answers), answers  # every request got an answer
+    for k, answer in enumerate(answers):
+        assert answer.status_code in (200, 503), answer.text
+        if answer.status_code == 200:
+            assert answer.json()["translatedText"] == [offline[line] for line in raw[k % len(raw):][:3]]
+        else:
+            assert "shut down" in answer.json()["error"]
