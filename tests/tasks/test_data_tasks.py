@@ -32,7 +32,9 @@ def corpora_configs(folder, checksum: str):
 
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
+    """A loopback mirror, with every other host forbidden: it also runs where the suite runs with MT_OFFLINE=1."""
     forbid_network(monkeypatch)
+    monkeypatch.delenv("MT_OFFLINE", raising=False)
     with serve(tmp_path / "mirror") as served:
         yield served
 
