@@ -60,6 +60,14 @@ def request(q, source="de", target="en"):
     return {"q": q, "source": source, "target": target}
 
 
+async def twelve_in_flight(client: httpx.AsyncClient, raw: list[str]) -> list[asyncio.Task]:
+    """Twelve requests of three lines each, posted and waited for until the server has accepted all of them."""
+    tasks = [asyncio.create_task(client.post("/translate", json=request(raw[k % len(raw):][:3]))) for k in range(12)]
+    while (await client.get("/health")).json()["in_flight"] < 12:
+        await asyncio.sleep(0.005)
+    return tasks
+
+
 def test_concurrent_clients_get_the_offline_translations_and_metrics_count_them(lnmt):
     server, raw, offline = lnmt
 
@@ -145,10 +153,7 @@ def test_sigterm_finishes_every_accepted_request(exported_systems):
 
     async def run():
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-            tasks = [asyncio.create_task(client.post("/translate", json=request(raw[k % len(raw):][:3])))
-                     for k in range(12)]
-            while (await client.get("/health")).json()["in_flight"] < 12:
-                await asyncio.sleep(0.005)
+            tasks = await twelve_in_flight(client, raw)
             server.process.send_signal(signal.SIGTERM)
             return await asyncio.gather(*tasks)
 
@@ -270,10 +275,7 @@ def test_a_loaded_server_answers_or_fails_every_request_when_its_group_is_stoppe
 
     async def run():
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-            tasks = [asyncio.create_task(client.post("/translate", json=request(raw[k % len(raw):][:3])))
-                     for k in range(12)]
-            while (await client.get("/health")).json()["in_flight"] < 12:
-                await asyncio.sleep(0.005)
+            tasks = await twelve_in_flight(client, raw)
             loop = asyncio.get_running_loop()
             watch = loop.run_in_executor(None, stop_and_watch, server, signum, True)
             answers = await asyncio.gather(*tasks, return_exceptions=True)
