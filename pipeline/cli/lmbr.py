@@ -5,11 +5,11 @@ import argparse
 import logging
 import sys
 
-from pipeline.cli import (bleu_command, config_command, pbmt_command, posteriors_command, serve_command,
+from pipeline.cli import (bleu_command, config_command, data_command, pbmt_command, posteriors_command, serve_command,
                           text_commands, translate_command)
 from pipeline.errors import PipelineError
 
-SUBCOMMANDS = (bleu_command, config_command, pbmt_command, posteriors_command, serve_command, text_commands,
+SUBCOMMANDS = (bleu_command, config_command, data_command, pbmt_command, posteriors_command, serve_command, text_commands,
                translate_command)
 
 

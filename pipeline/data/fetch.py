@@ -3,9 +3,11 @@
 A file's place in the cache follows its URL: `<cache>/downloads/<host>/<path>`. A mirror (the `mirror` argument,
 from $MT_DOWNLOAD_MIRROR) replaces the scheme and host of every http(s) URL: `<mirror>/<host>/<path>`, so the
 cache's `downloads/` folder served over HTTP is a mirror. A file already in its place (fetched before, or put
-there by hand) is used once its checksum matches. Offline, or when the fetch fails, the error names what was
-wanted, the URL, and the folder and file name to place it in by hand. A file whose checksum is not known yet is
-fetched and kept, but not used: the error gives its digest and where to record it.
+there by hand) is used once its checksum matches. A file with no stable bytes of its own (a GitHub archive of a
+commit, which GitHub compresses anew) is fetched with `verified_by` naming what checks its content instead.
+Offline, or when the fetch fails, the error names what was wanted, the URL, and the folder and file name to place
+it in by hand. A file whose checksum is not known yet is fetched and kept, but not used: the error gives its
+digest and where to record it.
 """
 from __future__ import annotations
 
@@ -69,11 +71,12 @@ class Fetcher:
             return url
         return f"{self.mirror.rstrip('/')}/{parts.netloc}{parts.path}"
 
-    def fetch(self, url: str, checksum: str, what: str, *, record_in: str = "") -> Path:
+    def fetch(self, url: str, checksum: str, what: str, *, record_in: str = "", verified_by: str = "") -> Path:
         """The verified file of `url` in the cache, fetched first if it is not there.
 
         `checksum` is "<algorithm>:<hex digest>", or "" when not known yet; `what` names the file in errors (the
-        corpus and its id); `record_in` says where its checksum is written (a config file and key)."""
+        corpus and its id); `record_in` says where its checksum is written (a config file and key). With no
+        checksum and `verified_by` set, the caller checks the content (`verified_by` says how, in the log)."""
         target = self.place(url)
         by_hand = f"place the file {target.name} by hand in {target.parent}"
         with exclusive(target):  # one fetch of a file at a time, across processes
@@ -81,6 +84,9 @@ class Fetcher:
                 if self.offline:
                     raise DownloadError(f"{what}: offline (${OFFLINE_ENV} is set), so {url} was not fetched; {by_hand}")
                 self._download(url, target, checksum, what, by_hand)
+        if not checksum and verified_by:
+            log.info("%s: %s has no checksum of its own; %s", what, target, verified_by)
+            return target
         verify(target, checksum, what, record_in, note="the file is not used: remove it to fetch it again, or "
                                                       "place the right file there")
         return target

@@ -1,9 +1,11 @@
 """Find the files of a split: the data folder, then the profile's bundled data, then the download cache, then the
-official download.
+pair's data recipe, then the official download.
 
 The data folder is the `--data-dir` option, else $MT_DATA_DIR (unset: none); its layout is
 `<pair>/<split>.<lang>.gz`. The bundled data (`data/<profile>/` in the repository, pipeline/data/bundle.py) and the
-cache have the same layout; a bundled file is checked against the bundle's SHA256SUMS before it is read. A split in neither is fetched:
+cache have the same layout; a bundled file is checked against the bundle's SHA256SUMS before it is read. A split
+in none of them is assembled into the cache by the pair's recipe (data/recipe/<pair>.toml, pipeline/data/recipe.py:
+the data folder by name, from public repositories at pinned commits) when the recipe has it, else fetched:
 through sacrebleu's own data set when the task config names one (`[sacrebleu]`), else from the official archive
 of `[downloads.<split>]`. A split found nowhere is an error that names the split and every place looked. The
 training corpora by name (`[[corpora]]`, pipeline/data/corpora.py) are built into the cache by `corpora()`.
@@ -20,6 +22,7 @@ from pipeline.data.bundle import bundle_dir, verify_bundle
 from pipeline.data.corpora import build_training_corpus
 from pipeline.data.download import extract_split, fetch_archive
 from pipeline.data.fetch import MIRROR_ENV, OFFLINE_ENV, DownloadError, Fetcher
+from pipeline.data.recipe import RECIPES, assemble, load_recipe
 from pipeline.data.testsets import fetch_test_set
 from pipeline.errors import DataError
 
@@ -43,6 +46,7 @@ class DataResolver:
     offline: bool = False
     mirror: str = ""  # base URL that replaces the original hosts ($MT_DOWNLOAD_MIRROR)
     bundle: Path | None = None  # the profile's data inside the repository (data/<profile>), if it has one
+    recipes: Path = RECIPES  # the data recipes (data/recipe/<pair>.toml)
 
     @classmethod
     def create(cls, data_dir: str | os.PathLike | None, cache_dir: str | os.PathLike,
@@ -76,6 +80,9 @@ class DataResolver:
         paths = {lang: self.cache_dir / task.pair / f"{split}.{lang}.gz" for lang in langs}
         reason = "no official download is configured for it"
         try:
+            recipe = load_recipe(task.pair, self.recipes).get(split)
+            if recipe is not None:
+                return assemble(recipe, langs, self.fetcher(), self.cache_dir)
             if split in task.sacrebleu:
                 fetch_test_set(task.sacrebleu[split], task.source, task.target, paths, self.fetcher())
                 return paths

@@ -55,7 +55,12 @@ def test_missing_split_names_split_and_places(data_dir, tmp_path):
     message = str(e.value)
     assert "de-en/newstest2014" in message and "splits.devtest" in message
     assert str(data_dir / "de-en") in message and str(tmp_path / "cache" / "de-en") in message
-    assert "no official download" in message
+    assert "block 'WMT newstest2014 de-en' of de-en/newstest2014" in message  # the recipe's, offline
+    assert "raw.githubusercontent.com/Helsinki-NLP/OPUS-MT-testsets/" in message
+
+    no_recipe = DataResolver(data_dir, tmp_path / "cache", offline=True, recipes=tmp_path / "no-recipes")
+    with pytest.raises(DataError, match="no official download is configured for it"):
+        no_recipe.resolve(config.load_task("ger-eng"), "newstest2014")
 
 
 def test_offline_test_set_is_a_clear_error(data_dir, tmp_path):
