@@ -10,9 +10,10 @@ Algorithm 1's B finished hypotheses, which the figures before 2026-11-28 used ag
 has one length limit per call, so every batch gets one limit on both sides: the largest a * |source| + b of its
 sentences (our a = 0, b = that limit: at most `limit` tokens, then EOS is forced; CTranslate2's
 max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTranslate2's compute_type int8 against
-torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Ours decodes with the CPU speed-up
-`ancestry_cache` (pipeline/nmt/ancestry.py: self-attention caches that beam reorders never copy) unless
---no-ancestry-cache. Each configuration is timed --runs times,
+torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Ours decodes as the --profile's [decode]
+says, with no flags: early_exit and the CPU speed-up `ancestry_cache` (pipeline/nmt/ancestry.py: self-attention
+caches that beam reorders never copy) are on in every profile; --no-early-exit / --no-ancestry-cache turn them off.
+Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
 OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (beam_speed.py), which keeps a shared machine's figures
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beam_speed import REPO, load, sources  # noqa: E402
 from common import machine  # noqa: E402
+from pipeline.config import load_profile  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
@@ -69,13 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-length-b", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--ancestry-cache", action=argparse.BooleanOptionalAction, default=True,
-                   help="ours reads self-attention caches through the rows' ancestry (default: on)")
-    p.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=True,
-                   help="ours ends a sentence once its 1-best is certain, as CTranslate2 does (default: on)")
+    p.add_argument("--ancestry-cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="ours reads self-attention caches through the rows' ancestry (default: the profile's [decode])")
+    p.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=None,
+                   help="ours ends a sentence once its n-best is certain (default: the profile's [decode])")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
     args = p.parse_args(argv)
     args.architecture, args.device = "transformer", "cpu"
+    decode = load_profile(args.profile).decode  # the default path: what the profile's decoding runs with
+    args.ancestry_cache = decode.ancestry_cache if args.ancestry_cache is None else args.ancestry_cache
+    args.early_exit = decode.early_exit if args.early_exit is None else args.early_exit
 
     torch.set_num_threads(args.threads)
     ensemble, src_vocab, model_info = load(args)

@@ -59,7 +59,7 @@ class TokenizeSplit(SplitTask):
             "seed": profile.seed,
         }
         if self.reads_corpora():
-            params["corpora"] = [[corpus.id, corpus.checksum] for corpus in config.corpora]
+            params["corpora"] = [corpus.key() for corpus in config.corpora]
         if self.split in config.sacrebleu:  # read by sacrebleu's own reader when not in the data folder
             params["sacrebleu"] = config.sacrebleu[self.split]
         return params

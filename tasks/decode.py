@@ -86,10 +86,10 @@ class DecodeNMT(VariantTask):
 
                 required["tuning"] = self.clone(TuneLMBR, models=self.models)
                 # the chosen evidence space is known only after tuning: the L of every alpha and n-best of the grid
-                # (Table 2's variants and the -lat systems keep their own evidence space)
+                # (the -lat systems and Table 2's variants without tuned_choices keep their own evidence space)
                 lmbr = self.profile_config.lmbr
-                nbests = (-1,) if self.variant or self.constrained else nbest_choices(lmbr)
-                others = {(alpha, nbest): lmatrix_for(self, alpha, nbest)
+                nbests = (-1,) if self.keeps_own_evidence() else nbest_choices(lmbr)
+                others = {(alpha, nbest): lmatrix_for(self, alpha, self.tuned_nbest(nbest))
                           for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbests}
                 others = {key: task for key, task in others.items() if task != required["lmatrix"]}
                 if others:
@@ -114,13 +114,25 @@ class DecodeNMT(VariantTask):
         if not self.profile_config.lmbr.tune:
             return required["lmatrix"]
         chosen = self.chosen()
-        key = (chosen.get("alpha"), -1 if self.variant or self.constrained else chosen.get("nbest", -1))
+        key = (chosen.get("alpha"), -1 if self.keeps_own_evidence() else chosen.get("nbest", -1))
         return required.get("lmatrix_choices", {}).get(key, required["lmatrix"])
+
+    def keeps_own_evidence(self) -> bool:
+        """Whether LMBR decodes over this decoding's own evidence space, not TuneLMBR's choice: the -lat systems, and
+        Table 2's variants without tuned_choices (the accelerated system's 200-best)."""
+        variant = self.variant_config()
+        return self.constrained or (variant is not None and not variant.tuned_choices)
+
+    def tuned_nbest(self, nbest: int) -> int:
+        """lmatrix_for's n-best of a tuning grid's n-best: the grid's -1 (the profile's own) is the profile's
+        evidence space, which for a variant must be named (lmatrix_for's -1 is the variant's own)."""
+        return self.profile_config.lmbr.nbest if nbest < 0 and self.variant and not self.keeps_own_evidence() else nbest
 
     def anchoring(self) -> bool:
         """Whether this unconstrained LMBR decoding may search anchored (the profile's searches include it; Table 2's
-        variants keep the paper's free search)."""
-        return (self.lmbr and not self.constrained and not self.variant
+        variants only with tuned_choices: the accelerated system keeps the paper's free search)."""
+        variant = self.variant_config()
+        return (self.lmbr and not self.constrained and (variant is None or variant.tuned_choices)
                 and "anchored" in self.profile_config.lmbr.search_forms())
 
     def search_form(self) -> str:

@@ -203,14 +203,14 @@ class DecodeProfile:
     streaming: bool = False  # streaming refill (ALGORITHMS.md section 6) instead of fixed sentence batches
     refill: float = 1 / 6  # streaming: refill the pool when the sentences decoding drop to refill x batch_sentences
     int8: bool = False  # CPU: dynamic int8 quantisation of the linear layers (pipeline/nmt/speedups.py)
-    precompute_embeddings: bool = False  # CPU, GRU: per-token tables for the embedding products of a step
+    precompute_embeddings: bool = True  # CPU, GRU: per-token tables for the embedding products of a step
     fp16: bool = False  # CUDA: decode in half precision (the scores accumulate in fp32); ignored on the CPU
-    early_exit: bool = False  # plain NMT systems: end a sentence once its n-best is certain (SearchSettings)
-    ancestry_cache: bool = False  # CPU, Transformer: self-attention caches that reorders never copy (speedups.py)
+    early_exit: bool = True  # plain NMT systems: end a sentence once its n-best is certain (SearchSettings)
+    ancestry_cache: bool = True  # CPU, Transformer: self-attention caches that reorders never copy (speedups.py)
 
     def hashed(self) -> dict[str, object]:
         """The settings in a decoding artifact's hash: all of them, fp16, early_exit and ancestry_cache only when on
-        (so that the artifacts of runs before them keep their folders)."""
+        (they are on in every profile since 0.8.0; a profile that turns them off finds the artifacts of before)."""
         settings = dataclasses.asdict(self)
         for key in ("fp16", "early_exit", "ancestry_cache"):
             if not settings[key]:
@@ -345,6 +345,10 @@ class VariantProfile:
     pbmt_distortion_limit: int  # PBMT distortion limit (0: the profile's)
     pbmt_options_per_phrase: int = 0  # PBMT translation options per source phrase (0: the profile's)
     pbmt_nbest: int = -1  # size of the PBMT n-best list written beside the lattices (-1: the profile's; 0: none)
+    # LMBR decodes with its system's tuned choices (Table 1's): TuneSearch's search form and TuneLMBR's evidence space
+    # (alpha, n-best), over the variant's lattices; lmbr_nbest then only names the variant's default L. Lambda and
+    # the gain form are the tuned ones in every variant.
+    tuned_choices: bool = False
 
     def problems(self) -> list[tuple[str, str]]:
         checks = [("beam", self.beam >= 1, "must be at least 1"),

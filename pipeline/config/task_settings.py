@@ -44,11 +44,20 @@ class DownloadConfig:
 
 @dataclass(frozen=True)
 class CorpusConfig:
-    """A training corpus by name (pipeline/data/corpora.py): its mtdata id and the checksum of its file."""
+    """A training corpus by name (pipeline/data/corpora.py): an mtdata id and the checksum of its file, or the URLs
+    of its two line-aligned gzip text files (one segment a line) and their checksums."""
 
-    id: str  # mtdata dataset id, <group>-<name>-<version>-<lang1>-<lang2> (`mtdata list -id`)
     name: str  # human-readable name, for messages and train.sources.tsv
-    checksum: str  # "<algorithm>:<hex digest>" of the fetched file; "" until a first fetch prints its sha256
+    id: str = ""  # mtdata dataset id, <group>-<name>-<version>-<lang1>-<lang2> (`mtdata list -id`)
+    checksum: str = ""  # "<algorithm>:<hex digest>" of the fetched file; "" until a first fetch prints its sha256
+    files: dict[str, str] = field(default_factory=dict)  # {language: URL of a gzip text file}, instead of an id
+    checksums: dict[str, str] = field(default_factory=dict)  # {language: checksum of that file, "" until known}
+
+    def key(self) -> list:
+        """What identifies the corpus's data in artifact hashes (an mtdata corpus: [id, checksum], as before)."""
+        if self.id:
+            return [self.id, self.checksum]
+        return [sorted(self.files.items()), sorted(self.checksums.items())]
 
 
 @dataclass(frozen=True)
@@ -149,10 +158,20 @@ def check_named_data(config: TaskConfig) -> None:
                 raise ConfigError(f"{path}: key 'sacrebleu.{split}': sacrebleu has no test set {name!r} for {langpair}")
     seen = set()
     for i, corpus in enumerate(config.corpora):
-        algorithm, _, digest = corpus.checksum.partition(":")
-        if corpus.checksum and (algorithm not in CHECKSUM_ALGORITHMS or not digest):
-            raise ConfigError(f"{path}: key 'corpora[{i}].checksum' must be '' (not known yet) or "
-                              f"'<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
-        if corpus.id in seen:
-            raise ConfigError(f"{path}: key 'corpora[{i}].id': {corpus.id} is listed twice")
-        seen.add(corpus.id)
+        key = f"corpora[{i}]"
+        if bool(corpus.id) == bool(corpus.files):
+            raise ConfigError(f"{path}: key '{key}' must name either an mtdata id or the files (one URL per language)")
+        if corpus.files and set(corpus.files) != {config.source, config.target}:
+            raise ConfigError(f"{path}: key '{key}.files' must give one URL for each of {config.source}, {config.target}")
+        if set(corpus.checksums) - set(corpus.files):
+            raise ConfigError(f"{path}: key '{key}.checksums' names a language that has no file")
+        checksums = {f"{key}.checksum": corpus.checksum} | {f"{key}.checksums.{k}": v for k, v in corpus.checksums.items()}
+        for where, checksum in checksums.items():
+            algorithm, _, digest = checksum.partition(":")
+            if checksum and (algorithm not in CHECKSUM_ALGORITHMS or not digest):
+                raise ConfigError(f"{path}: key '{where}' must be '' (not known yet) or "
+                                  f"'<{'|'.join(CHECKSUM_ALGORITHMS)}>:<hex digest>'")
+        identity = corpus.id or corpus.name
+        if identity in seen:
+            raise ConfigError(f"{path}: key '{key}': {identity} is listed twice")
+        seen.add(identity)

@@ -1,6 +1,9 @@
-"""Training corpora by name: mtdata ids fetched into the download cache, verified, concatenated with provenance.
+"""Training corpora by name: mtdata ids or file URLs fetched into the download cache, verified, concatenated with
+provenance.
 
-A task config lists its training corpora as mtdata dataset ids (`[[corpora]]`: id, name, checksum). mtdata's index
+A task config lists its training corpora as mtdata dataset ids (`[[corpora]]`: id, name, checksum), or, for what
+mtdata does not index (WMT16's back-translated news), as the URLs of two line-aligned gzip text files (`files` and
+`checksums`, one per language), read line by line and cleaned the same way. mtdata's index
 gives each id's URL, file format, the members to read inside an archive and the language order; the Fetcher
 fetches the file (through a mirror when one is set) and checks it against the config's checksum; mtdata's own
 readers (plain-text pairs, TSV, TMX) read the segment pairs, which are cleaned as mtdata cleans a training part
@@ -15,6 +18,7 @@ are concatenated in config order into a data folder inside the cache, written at
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import tempfile
@@ -26,7 +30,7 @@ from pipeline.config import CorpusConfig
 from pipeline.data.archives import extract_members
 from pipeline.data.fetch import DownloadError, Fetcher
 from pipeline.errors import DataError
-from pipeline.io import atomic_dir, exclusive, gzip_writer, write_text
+from pipeline.io import atomic_dir, exclusive, gzip_writer, read_lines, write_text
 from pipeline.signature import param_hash
 
 if TYPE_CHECKING:
@@ -58,7 +62,7 @@ def mtdata_entry(corpus_id: str, cache_dir: Path) -> "Entry":
 
 def corpus_folder(cache_dir: Path, pair: str, corpora: Sequence[CorpusConfig]) -> Path:
     """The data folder that holds `<pair>/train.<lang>.gz` concatenated from `corpora`."""
-    key = param_hash({"pair": pair, "corpora": [[c.id, c.checksum] for c in corpora], "mtdata": version("mtdata")})
+    key = param_hash({"pair": pair, "corpora": [c.key() for c in corpora], "mtdata": version("mtdata")})
     return Path(cache_dir) / "corpora" / key
 
 
@@ -82,10 +86,19 @@ def build_training_corpus(pair: str, langs: tuple[str, str], corpora: Sequence[C
 
 
 def _fetch_all(corpora: Sequence[CorpusConfig], fetcher: Fetcher, record_in: str) -> list[tuple]:
+    """(corpus, its mtdata entry or None, the fetched file or {language: file}) of every corpus."""
     fetched, errors = [], []
-    for corpus in corpora:
-        what = f"training corpus {corpus.name} (mtdata id {corpus.id})"
+    for i, corpus in enumerate(corpora):
+        what = f"training corpus {corpus.name} (mtdata id {corpus.id})" if corpus.id else f"training corpus {corpus.name}"
         try:
+            if not corpus.id:
+                files = {}
+                for lang, url in corpus.files.items():
+                    where = f"{record_in} (corpora[{i}].checksums.{lang})" if record_in else ""
+                    files[lang] = fetcher.fetch(url, corpus.checksums.get(lang, ""), f"{what}, {lang} file",
+                                                record_in=where)
+                fetched.append((corpus, None, files))
+                continue
             entry = mtdata_entry(corpus.id, fetcher.cache_dir)
             if isinstance(entry.url, (list, tuple)) or entry.in_ext in UNSUPPORTED_FORMATS:
                 raise DataError(f"{what}: its mtdata entry ({entry.in_ext or entry.ext}, {entry.url}) is not a single "
@@ -106,7 +119,8 @@ def _concatenate(fetched: list[tuple], langs: tuple[str, str], out: Path) -> Non
         for corpus, entry, path in fetched:
             n = dropped = 0
             with tempfile.TemporaryDirectory(dir=out) as work:
-                for a, b in read_pairs(entry, path, langs, Path(work)):
+                pairs = read_pairs(entry, path, langs, Path(work)) if entry else read_file_pairs(path, langs)
+                for a, b in pairs:
                     a, b = _clean(a), _clean(b)
                     if not a or not b:
                         dropped += 1
@@ -115,17 +129,32 @@ def _concatenate(fetched: list[tuple], langs: tuple[str, str], out: Path) -> Non
                     second.write(b.encode("utf-8") + b"\n")
                     n += 1
             if n == 0:
-                raise DataError(f"training corpus {corpus.name} (mtdata id {corpus.id}): {path} holds no segment pairs")
+                raise DataError(f"training corpus {corpus.name} ({corpus.id or 'files'}): {path} holds no segment pairs")
             log.info("%s (%s): %d pairs, lines %d-%d; %d with an empty side dropped",
-                     corpus.name, corpus.id, n, line + 1, line + n, dropped)
-            rows.append((line + 1, line + n, n, corpus.name, corpus.id, entry.url, corpus.checksum,
-                         ";".join(entry.in_paths or []), dropped))
+                     corpus.name, corpus.id or "files", n, line + 1, line + n, dropped)
+            if entry:
+                rows.append((line + 1, line + n, n, corpus.name, corpus.id, entry.url, corpus.checksum,
+                             ";".join(entry.in_paths or []), dropped))
+            else:
+                rows.append((line + 1, line + n, n, corpus.name, "-", ";".join(corpus.files[lang] for lang in langs),
+                             ";".join(corpus.checksums.get(lang, "") for lang in langs), "-", dropped))
             line += n
     write_text(out / "train.sources.tsv", "".join("\t".join(map(str, row)) + "\n" for row in [SOURCES_HEADER, *rows]))
 
 
 def _clean(segment: str) -> str:
     return segment.strip().replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def read_file_pairs(files: dict[str, Path], langs: tuple[str, str]) -> Iterator[tuple[str, str]]:
+    """The segment pairs of two line-aligned gzip text files ({language: file}), in the order of `langs`."""
+    first, second = (read_lines(files[lang]) for lang in langs)
+    for n, pair in enumerate(itertools.zip_longest(first, second), 1):
+        if None in pair:
+            short = files[langs[pair.index(None)]]
+            raise DataError(f"{short}: ends at line {n - 1}, before the {langs[pair.index(None) - 1]} side's "
+                            f"{files[langs[pair.index(None) - 1]]} (the two files must have the same lines)")
+        yield pair
 
 
 def read_pairs(entry: "Entry", path: Path, langs: tuple[str, str], work: Path) -> Iterator[tuple[str, str]]:

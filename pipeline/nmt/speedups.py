@@ -1,7 +1,12 @@
 """CPU decoding speed-ups (Devlin 2017; ALGORITHMS.md section 7), each switchable, applied to a model in eval mode.
 
 - ``int8``: dynamic int8 quantisation of every nn.Linear and nn.GRUCell (weights int8, activations quantised per
-  call); outputs change within quantisation noise.
+  call); outputs change within quantisation noise. It uses torch.ao.quantization.quantize_dynamic, which PyTorch
+  deprecates in favour of torchao. That API stays here because, as of torchao 0.18.0 (2026-08), its replacement
+  (``quantize_`` with Int8DynamicActivationInt8WeightConfig) quantizes nn.Linear only, not the GRU's cells, and its
+  recommended CPU path goes through torch.compile (the config's ``set_inductor_config``), which the decoder's
+  changing shapes do not use; quantize_dynamic's fbgemm kernels run eagerly (benchmarks/ct2_speed.py measures them
+  against CTranslate2's int8). Its deprecation notice is silenced at the one call below.
 - ``precompute_embeddings`` (GRU): the previous token enters the decoder step through two matrix products of its
   embedding (the GRU cell's input weights, the deep output's weights). Both are computed once for the whole target
   vocabulary, so a step gathers rows instead of multiplying: exact up to floating-point summation order.
@@ -45,7 +50,7 @@ def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:
     if speedups.ancestry_cache and hasattr(model, "ancestry_cache"):
         model.ancestry_cache = True
     if speedups.int8:
-        with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (torchao is not installed)
+        with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (why it stays: the docstring)
             warnings.simplefilter("ignore")
             model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRUCell}, dtype=torch.qint8)
     return model

@@ -250,13 +250,14 @@ def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path)
         config.load_profile("small", folder)
 
 
-def test_early_exit_enters_the_decoding_hash_only_when_on_and_needs_raw_scores(tmp_path):
-    decode = config.load_profile("small").decode
-    assert not decode.early_exit and "early_exit" not in decode.hashed()  # the artifacts of before keep their ids
-    folder = edit_config(tmp_path, "profiles/small.toml", "early_exit = false", "early_exit = true")
-    assert config.load_profile("small", folder).decode.hashed()["early_exit"] is True
-    path = folder / "profiles/small.toml"
-    path.write_text(path.read_text().replace("length_penalty = 0.0", "length_penalty = 1.0", 1))
+def test_every_profile_decodes_with_the_speed_features_on_and_early_exit_needs_raw_scores(tmp_path):
+    for name in config.available("profiles"):
+        decode = config.load_profile(name).decode
+        assert decode.early_exit and decode.ancestry_cache and decode.precompute_embeddings, name
+        assert decode.hashed()["early_exit"] is decode.hashed()["ancestry_cache"] is True
+    folder = edit_config(tmp_path, "profiles/small.toml", "early_exit = true", "early_exit = false")
+    assert "early_exit" not in config.load_profile("small", folder).decode.hashed()  # off: the ids of before
+    folder = edit_config(tmp_path / "b", "profiles/small.toml", "length_penalty = 0.0", "length_penalty = 1.0")
     with pytest.raises(ConfigError, match="'decode.early_exit' needs raw scores"):
         config.load_profile("small", folder)
 

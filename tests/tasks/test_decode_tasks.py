@@ -202,3 +202,23 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
     agree = [corpus_bleu(list(read_lines(t.artifact_dir() / "translation.en")), pbmt, "en").score
              for t in (tnmt, lnmt)]
     assert agree[1] > agree[0] + 10, agree
+
+
+def test_table2s_research_variant_decodes_with_its_systems_tuned_choices_and_the_accelerated_its_own(tmp_path):
+    """The small profile's research LNMT takes TuneSearch's search form and TuneLMBR's evidence space (the grid's full
+    lattice or 200-best), as Table 1's LNMT does; the accelerated one keeps its 200-best and the free search."""
+    params = {**shared_params(tmp_path, tmp_path / "data"), "profile": "small", "task_name": "eng-ger"}
+    table1 = DecodeLNMT(split="newstest2016", **params)
+    research = DecodeLNMT(split="newstest2016", variant="research", **params)
+    accelerated = DecodeLNMT(split="newstest2016", variant="accelerated", **params)
+    assert research.variant_config().tuned_choices and not accelerated.variant_config().tuned_choices
+    for task in (table1, research):
+        required = task.requires()
+        assert task.anchoring() and not task.keeps_own_evidence()
+        assert type(required["search"]).__name__ == "TuneSearch" and type(required["tuning"]).__name__ == "TuneLMBR"
+        evidence = {lmatrix.params()["nbest"] for lmatrix in [required["lmatrix"], *required["lmatrix_choices"].values()]}
+        assert evidence == {0, 200}  # the grid's two evidence spaces, to be picked by the tuned choice
+    assert research.requires()["search"].artifact_dir() == table1.requires()["search"].artifact_dir()
+    assert research.params()["search"] == "tuned" and research.params()["beam"] == 12
+    assert not accelerated.anchoring() and accelerated.keeps_own_evidence() and "search" not in accelerated.params()
+    assert "lmatrix_choices" not in accelerated.requires() and accelerated.requires()["lmatrix"].params()["nbest"] == 200

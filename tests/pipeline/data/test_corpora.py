@@ -1,6 +1,8 @@
 """Training corpora by name: mtdata ids fetched from a loopback mirror, verified, concatenated and traced."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from mtdata.iso.bcp47 import BCP47Tag, bcp47
 
@@ -157,8 +159,45 @@ def test_an_id_mtdata_does_not_know_is_an_error(tmp_path):
 def test_every_configured_corpus_is_an_mtdata_id_of_the_task_pair_in_a_format_read_here(task, tmp_path):
     loaded = config.load_task(task)
     assert loaded.corpora
-    for corpus in loaded.corpora:
+    for corpus in [c for c in loaded.corpora if c.id]:  # the others are files by URL (test below)
         entry = mtdata_entry(corpus.id, tmp_path)
         assert isinstance(entry.url, str) and entry.in_ext not in ("opus_xces", "hfds"), corpus.id
         compatible, _ = BCP47Tag.check_compat_swap((bcp47(loaded.source), bcp47(loaded.target)), entry.did.langs)
         assert compatible, corpus.id
+
+
+BT = "http://data.statmt.org/rsennrich/wmt16_backtranslations/{d}/news.bt.{d}.{lang}.gz"
+
+
+def test_a_corpus_of_two_files_by_url_is_fetched_cleaned_and_traced(mirror, tmp_path):
+    files = {"de": gzipped(lines(["Synthetisch .", "", " Zwei "])), "en": gzipped(lines(["Real .", "Orphan", "Two"]))}
+    urls = {lang: BT.format(d="de-en", lang=lang) for lang in files}
+    for lang, data in files.items():
+        mirror.put(urls[lang], data)
+    corpus = CorpusConfig(name="back-translations", files=urls, checksums={k: digest(v) for k, v in files.items()})
+    out = build_training_corpus("de-en", ("en", "de"), [corpus], Fetcher(tmp_path, mirror=mirror.url))
+    assert list(read_lines(out["de"])) == ["Synthetisch .", "Zwei"] and list(read_lines(out["en"])) == ["Real .", "Two"]
+    row = (out["en"].parent / "train.sources.tsv").read_text().splitlines()[1].split("\t")
+    assert row == ["1", "2", "2", "back-translations", "-", f"{urls['en']};{urls['de']}",
+                   f"{digest(files['en'])};{digest(files['de'])}", "-", "1"]
+
+    short = {"de": gzipped(lines(["eins", "zwei"])), "en": gzipped(lines(["one"]))}
+    other = {lang: BT.format(d="en-de", lang=lang) for lang in short}
+    for lang, data in short.items():
+        mirror.put(other[lang], data)
+    uneven = CorpusConfig(name="uneven", files=other, checksums={k: digest(v) for k, v in short.items()})
+    with pytest.raises(DataError, match=r"news\.bt\.en-de\.en\.gz: ends at line 1, before the de side's"):
+        build_training_corpus("de-en", ("de", "en"), [uneven], Fetcher(tmp_path / "c2", mirror=mirror.url))
+
+
+def test_the_german_tasks_add_the_back_translations_of_their_own_direction(tmp_path):
+    for task, direction in (("ger-eng", "de-en"), ("eng-ger", "en-de")):
+        files = [c.files for c in config.load_task(task).corpora if c.files]
+        assert files == [{lang: BT.format(d=direction, lang=lang) for lang in ("de", "en")}], task
+    folder = tmp_path / "configs"
+    shutil.copytree(config.CONFIG_DIR, folder)
+    path = folder / "tasks" / "ger-eng.toml"
+    path.write_text(path.read_text().replace('checksums = { de = "", en = "" }',
+                                             'checksums = { de = "", en = "" }\nid = "Tilde-rapid-2016-deu-eng"'))
+    with pytest.raises(config.ConfigError, match=r"corpora\[4\]' must name either an mtdata id or the files"):
+        config.load_task("ger-eng", folder)
