@@ -11,7 +11,7 @@ from pipeline.config import DownloadConfig
 from pipeline.data.fetch import DownloadError, Fetcher
 from pipeline.io import write_lines
 
-__all__ = ["DownloadError", "extract_split", "fetch_archive"]
+__all__ = ["DownloadError", "extract_split", "fetch_archive", "seg_texts"]
 _SEG = re.compile(r"<seg[^>]*>(.*?)</seg>", re.IGNORECASE)
 
 
@@ -33,9 +33,14 @@ def extract_split(archive: Path, download: DownloadConfig, outputs: dict[str, Pa
                 raise DownloadError(f"{archive}: member {member!r} is not a file")
             text = data.read().decode("utf-8")
             if download.format == "sgm":
-                lines = [html.unescape(seg).strip() for seg in _SEG.findall(text)]
+                lines = seg_texts(text)
             else:
                 lines = text.split("\n")
                 if lines and lines[-1] == "":
                     lines.pop()
             write_lines(output, lines)
+
+
+def seg_texts(text: str) -> list[str]:
+    """The text of every <seg> of an SGML/XML test set (WMT's sgm, IWSLT's XML): entities unescaped, stripped."""
+    return [html.unescape(seg).strip() for seg in _SEG.findall(text)]

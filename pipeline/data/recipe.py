@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import html
 import logging
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Mapping
 
 from pipeline.data import kftt
+from pipeline.data.download import seg_texts
 from pipeline.data.fetch import DownloadError, Fetcher
 from pipeline.errors import DataError
 from pipeline.io import exclusive, gzip_writer, sha256_file, write_text
@@ -42,7 +41,6 @@ log = logging.getLogger(__name__)
 RECIPES = Path(__file__).resolve().parents[2] / "data" / "recipe"
 FORMATS = ("text", "gzip-text", "iwslt-xml", "kftt-xml")
 SOURCES_HEADER = ("first_line", "last_line", "n_lines", "block", "repository", "commit", "paths")
-_SEG = re.compile(r"<seg[^>]*>(.*?)</seg>", re.IGNORECASE | re.DOTALL)
 
 
 def raw_url(repository: str, commit: str, path: str) -> str:
@@ -216,7 +214,7 @@ def _segments(path: Path, form: str) -> list[str]:
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 at byte {e.start}") from e
     if form == "iwslt-xml":
-        return [html.unescape(seg).strip() for seg in _SEG.findall(text)]
+        return seg_texts(text)
     lines = text.split("\n")
     return lines[:-1] if lines and lines[-1] == "" else lines
 
