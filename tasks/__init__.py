@@ -8,7 +8,7 @@ from tasks.evaluate import EvaluateSystem, RoundTripBLEU  # noqa: F401
 from tasks.lm import TrainLM  # noqa: F401
 from tasks.report import TaskReport  # noqa: F401
 from tasks.smt import AlignWords, BuildPhraseTable, DecodePBMT, TunePBMT  # noqa: F401
-from tasks.nmt import AverageCheckpoints, ExportCTranslate2, NMTSystem, TrainNMT  # noqa: F401
+from tasks.nmt import AverageCheckpoints, ExportCTranslate2, NMTSystem, ShrinkEnsemble, TrainNMT  # noqa: F401
 from tasks.decode import DecodeFNMT, DecodeLNMT, DecodeLTNMT, DecodeTNMT  # noqa: F401
 from tasks.lattices import BuildLMatrix  # noqa: F401
 from tasks.speed import MeasureDecodingSpeed  # noqa: F401

@@ -30,7 +30,7 @@ from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask, shard_bounds
 from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
-from tasks.nmt import NMTSystem
+from tasks.nmt import NMTSystem, ShrinkEnsemble
 from tasks.variants import VariantTask
 
 _LOG = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class DecodeNMT(VariantTask):
         return f"{self.system}-{super().label()}"
 
     def requires(self) -> dict[str, PipelineTask]:
-        required = {"system": self.clone(NMTSystem, system=self.models), "subwords": self.clone(ApplyBPE),
+        required = {"system": self.system_task(), "subwords": self.clone(ApplyBPE),
                     "truecaser": self.clone(TrainTruecaser)}
         if self.constrained:
             from tasks.lattices import BuildAcceptors
@@ -163,8 +163,18 @@ class DecodeNMT(VariantTask):
             lmbr = self.profile_config.lmbr
             params["lattice_weight"] = "tuned" if lmbr.tune else lmbr.lattice_weight
         variant = self.variant_config()
-        return {**params, **self.variant_params(**({"beam": variant.beam, "threshold": variant.threshold,
-                                                    "single_model": variant.single_model} if variant else {}))}
+        chosen = {"beam": variant.beam, "threshold": variant.threshold, "single_model": variant.single_model,
+                  **({"shrunken": True} if self.shrunken() else {})} if variant else {}
+        return {**params, **self.variant_params(**chosen)}
+
+    def shrunken(self) -> bool:
+        """Whether the models are the FNMT ensemble shrunk into one (a variant's `shrunken`)."""
+        variant = self.variant_config()
+        return self.models == "FNMT" and variant is not None and variant.single_model and variant.shrunken
+
+    def system_task(self) -> PipelineTask:
+        """The NMT system that decodes: the profile's FNMT or TNMT, or the shrunken FNMT ensemble."""
+        return self.clone(ShrinkEnsemble) if self.shrunken() else self.clone(NMTSystem, system=self.models)
 
     def search(self) -> tuple[int, float]:
         """(beam, early-pruning threshold): the variant's, else the profile's."""

@@ -22,7 +22,6 @@ from pipeline.nmt.system import system_members, write_system
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, LearnBPE, TrainTruecaser
 from tasks.lattices import evidence_nbest
-from tasks.nmt import NMTSystem
 from tasks.smt import TABLE_FAST, BuildPhraseTable, DecodePBMT, TrainLM, TunePBMT, decoder_settings
 from tasks.systems import translation_task
 from tasks.variants import VariantTask
@@ -49,7 +48,7 @@ class ExportSystem(VariantTask):
         required = {"decoding": self.decoding(), "truecaser": self.clone(TrainTruecaser),
                     "codes": self.clone(LearnBPE), "vocab": self.clone(BuildVocab)}
         if kind.models:
-            required["nmt"] = self.clone(NMTSystem, system=kind.models)
+            required["nmt"] = self.decoding().system_task()  # what it decoded with: a variant's shrunken FNMT
         if kind.needs_lattices:
             required.update(pbmt=self.clone(DecodePBMT), phrases=self.clone(BuildPhraseTable),
                             lm=self.clone(TrainLM), weights=self.clone(TunePBMT))

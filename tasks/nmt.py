@@ -1,5 +1,5 @@
 """NMT stages: train a GRU or Transformer model, average its last checkpoints, define the FNMT/TNMT systems
-(ensembles of one model per seed), and export a Transformer to CTranslate2.
+(ensembles of one model per seed), shrink the FNMT ensemble into one model, and export a Transformer to CTranslate2.
 
 Training resumes after a kill: PipelineTask builds its artifact in a temporary folder renamed at the end, so the
 resumable state (checkpoints with optimizer, scheduler, batch position and random states; metrics.csv) lives in a
@@ -22,9 +22,11 @@ from pipeline.nmt.checkpoint import load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks
 from pipeline.nmt.launch import TrainingJob, launch, ranks_per_node, run_job, slurm_nodes
 from pipeline.nmt.models import ARCHITECTURES, limit_vocabulary, model_config
-from pipeline.nmt.system import write_system
 from pipeline.nmt.precision import training_precision
+from pipeline.nmt.shrink import shrink
+from pipeline.nmt.system import load_system, system_members, write_system
 from pipeline.nmt.train import TrainingResult, default_device
+from pipeline.nmt.unfold import unfold
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser
@@ -196,6 +198,48 @@ class NMTSystem(PipelineTask):
         members = [t.artifact_dir() / "model.pt" for t in self.requires()]
         write_system(out / "system.json", self.architecture(), members, relative_to=final)
         return {"members": len(members)}
+
+
+class ShrinkEnsemble(PipelineTask):
+    """model.pt and system.json (one member): the FNMT ensemble unfolded into one network and shrunk without data
+    to one member's size (Stahlberg and Byrne 2017; pipeline/nmt/unfold.py and shrink.py), the model of the paper's
+    accelerated system."""
+
+    stage = "nmt-shrunken"
+    memory_mb = 2000
+
+    def label(self) -> str:
+        return "FNMT-shrunken"
+
+    def architecture(self) -> str:
+        return "gru"
+
+    def requires(self) -> NMTSystem:
+        return self.clone(NMTSystem, system="FNMT")
+
+    def params(self) -> dict[str, Any]:
+        gru = self.profile_config.nmt.gru
+        return {"system": "FNMT", "sizes": [gru.embed_size, gru.hidden_size, gru.attention_size]}
+
+    def build(self, out: Path) -> dict[str, Any]:
+        system = self.input_dir() / "system.json"
+        ensemble, _, _ = load_system(system)
+        first = system_members(system)[0]
+        unfolded = unfold(ensemble.models)
+        member = ensemble.models[0].config
+        small = shrink(unfolded, member.embed_size, member.hidden_size, member.attention_size,
+                       member.attention_heads)
+        src, tgt = self.config.source, self.config.target
+        for lang in (src, tgt):
+            shutil.copyfile(first.parent / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
+        save_checkpoint(out / "model.pt", small.config, small.state_dict(),
+                        {"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"},
+                        meta={"shrunk_from": [str(p) for p in system_members(system)],
+                              "unfolded_parameters": unfolded.num_parameters()})
+        write_system(out / "system.json", "gru", [self.artifact_dir() / "model.pt"], relative_to=self.artifact_dir())
+        return {"members": len(ensemble), "parameters": {"member": ensemble.models[0].num_parameters(),
+                                                         "unfolded": unfolded.num_parameters(),
+                                                         "shrunken": small.num_parameters()}}
 
 
 class ExportCTranslate2(NmtModelTask):

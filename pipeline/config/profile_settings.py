@@ -349,9 +349,13 @@ class VariantProfile:
     # (alpha, n-best), over the variant's lattices; lmbr_nbest then only names the variant's default L. Lambda and
     # the gain form are the tuned ones in every variant.
     tuned_choices: bool = False
+    # FNMT with single_model: the ensemble unfolded and shrunk without data to one member's size (the paper's
+    # accelerated system: Stahlberg and Byrne 2017) instead of the first seed's model
+    shrunken: bool = False
 
     def problems(self) -> list[tuple[str, str]]:
         checks = [("beam", self.beam >= 1, "must be at least 1"),
+                  ("shrunken", self.single_model or not self.shrunken, "needs single_model = true"),
                   ("threshold", 0 <= self.threshold <= 1, "must be in [0, 1]"),
                   ("lmbr_nbest", self.lmbr_nbest >= 0, "must not be negative"),
                   ("pbmt_stack_limit", self.pbmt_stack_limit >= 0, "must not be negative"),

@@ -8,6 +8,10 @@ Encoder: source embeddings [N, S, E] -> bidirectional GRU (packed, so padding ne
     t_i = tanh(W_t [s_i; c_i; E y_{i-1}])                                       deep output, size E
     p(y_i) = softmax(E_out t_i + b)                                             E_out tied to the target embeddings
 
+With `attention_heads` K > 1 the attention has K energies (v is [K, A]) and K contexts [K * 2H], one per head,
+each over the whole memory: the form an unfolded ensemble takes (pipeline/nmt/unfold.py, one head per member).
+With `tied_output` false the output layer has weights of its own instead of the target embeddings'.
+
 The keys U h_j are computed once per sentence at `encode` (Devlin 2017's pre-computed attention keys). Training
 runs the same per-position function as `step`, with every product that does not depend on the recurrence (the
 previous-token embeddings into the cell, the deep output, the output projection) taken over all positions at once.
@@ -38,7 +42,14 @@ class GruConfig:
     attention_size: int
     encoder_layers: int = 1
     dropout: float = 0.0
+    attention_heads: int = 1
+    tied_output: bool = True
     architecture: str = "gru"
+
+    @property
+    def context_size(self) -> int:
+        """The width of the attention contexts, all heads together: heads * 2H."""
+        return self.attention_heads * 2 * self.hidden_size
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -57,19 +68,20 @@ class GruModel(NMTModel):
     def __init__(self, config: GruConfig) -> None:
         super().__init__(config)
         c = config
-        e, h, a = c.embed_size, c.hidden_size, c.attention_size
+        e, h, a, ctx = c.embed_size, c.hidden_size, c.attention_size, c.context_size
         self.src_embed = nn.Embedding(c.src_vocab_size, e)
         self.encoder = nn.GRU(e, h, num_layers=c.encoder_layers, bidirectional=True, batch_first=True,
                               dropout=c.dropout if c.encoder_layers > 1 else 0.0)
         self.init_state = nn.Linear(2 * h, h)
         self.att_keys = nn.Linear(2 * h, a, bias=False)
         self.att_query = nn.Linear(h, a)
-        self.att_v = nn.Linear(a, 1, bias=False)
+        self.att_v = nn.Linear(a, c.attention_heads, bias=False)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, e)
-        self.cell = nn.GRUCell(e + 2 * h, h)
-        self.readout = nn.Linear(h + 2 * h + e, e)
+        self.cell = nn.GRUCell(e + ctx, h)
+        self.readout = nn.Linear(h + ctx + e, e)
         self.output = nn.Linear(e, c.tgt_vocab_size)
-        self.output.weight = self.tgt_embed.weight
+        if c.tied_output:
+            self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(c.dropout)
         nn.init.normal_(self.src_embed.weight, std=e ** -0.5)
         nn.init.normal_(self.tgt_embed.weight, std=e ** -0.5)
@@ -89,14 +101,14 @@ class GruModel(NMTModel):
                             {"memory": 1, "keys": 1, "mask": 1})
 
     def _attend(self, hidden: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
-        """hidden [B, H] -> context [B, 2H] over memory [B, S, 2H] with keys [B, S, A]."""
+        """hidden [B, H] -> context [B, K * 2H] over memory [B, S, 2H] with keys [B, S, A] (K heads)."""
         return self._attend_query(self.att_query(hidden), memory, keys, mask)
 
     def _attend_query(self, query: Tensor, memory: Tensor, keys: Tensor, mask: Tensor) -> Tensor:
         """_attend from the projected query W s [B, A]."""
-        energy = self.att_v(torch.tanh(keys + query[:, None, :])).squeeze(-1)
-        weights = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=-1)
-        return torch.bmm(weights[:, None, :], memory).squeeze(1)
+        energy = self.att_v(torch.tanh(keys + query[:, None, :])).transpose(1, 2)     # [B, K, S]
+        weights = torch.softmax(energy.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
+        return torch.bmm(weights, memory).flatten(1)                                    # [B, K * 2H]
 
     def _advance(self, state: dict[str, Tensor], embedded: Tensor) -> tuple[Tensor, Tensor]:
         """One decoder position: embedded previous tokens [B, E] -> (new hidden [B, H], deep output [B, E])."""
@@ -109,20 +121,20 @@ class GruModel(NMTModel):
         """Decoding only (eval mode): fold the previous token's two embedding products into per-token tables
         (pipeline/nmt/speedups.py). The GRU cell is then computed from its weights split by input:
         gates_in = table[y] + W_c context, gates_h = W_hh s + b_hh (gate order r, z, n, as nn.GRUCell)."""
-        e, h = self.config.embed_size, self.config.hidden_size
+        e, h, ctx = self.config.embed_size, self.config.hidden_size, self.config.context_size
         with torch.no_grad():
             embeddings = self.tgt_embed.weight                                         # [V, E]
             w_ih, w_out = self.cell.weight_ih, self.readout.weight
             self.register_buffer("cell_table", embeddings @ w_ih[:, :e].T + self.cell.bias_ih, persistent=False)
-            self.register_buffer("readout_table", embeddings @ w_out[:, 3 * h:].T + self.readout.bias,
+            self.register_buffer("readout_table", embeddings @ w_out[:, h + ctx:].T + self.readout.bias,
                                  persistent=False)
-            self.cell_context = nn.Linear(2 * h, 3 * h, bias=False)
+            self.cell_context = nn.Linear(ctx, 3 * h, bias=False)
             self.cell_context.weight.copy_(w_ih[:, e:])
             self.cell_hidden = nn.Linear(h, 3 * h)
             self.cell_hidden.weight.copy_(self.cell.weight_hh)
             self.cell_hidden.bias.copy_(self.cell.bias_hh)
-            self.readout_state = nn.Linear(3 * h, e, bias=False)
-            self.readout_state.weight.copy_(w_out[:, :3 * h])
+            self.readout_state = nn.Linear(h + ctx, e, bias=False)
+            self.readout_state.weight.copy_(w_out[:, :h + ctx])
 
     def _advance_precomputed(self, state: dict[str, Tensor], prev_tokens: Tensor) -> tuple[Tensor, Tensor]:
         """_advance with the per-token tables of precompute_embedding_projections."""
@@ -157,7 +169,7 @@ class GruModel(NMTModel):
         memory, keys, mask, hidden = tensors["memory"], tensors["keys"], tensors["mask"], tensors["hidden"]
         e, a = self.config.embed_size, self.config.attention_size
         embedded = self.dropout(self.tgt_embed(tgt_in))                                  # [N, T, E]
-        w_ih = self.cell.weight_ih                                                         # [3H, E + 2H]
+        w_ih = self.cell.weight_ih                                                         # [3H, E + K * 2H]
         gates_embedded = F.linear(embedded, w_ih[:, :e], self.cell.bias_ih)               # [N, T, 3H]
         w_context = w_ih[:, e:]
         w_state = torch.cat([self.att_query.weight, self.cell.weight_hh])                 # [A + 3H, H]
@@ -165,7 +177,7 @@ class GruModel(NMTModel):
         states, contexts = [], []
         for gates_t in gates_embedded.unbind(1):  # unbind: one gradient for all positions, not one per position
             query, gates_hidden = F.linear(hidden, w_state, b_state).split([a, w_ih.shape[0]], dim=-1)
-            context = self._attend_query(query, memory, keys, mask)                       # [N, 2H]
+            context = self._attend_query(query, memory, keys, mask)                       # [N, K * 2H]
             in_r, in_z, in_n = (gates_t + F.linear(context, w_context)).chunk(3, dim=-1)
             h_r, h_z, h_n = gates_hidden.chunk(3, dim=-1)
             reset, update = torch.sigmoid(in_r + h_r), torch.sigmoid(in_z + h_z)

@@ -114,6 +114,12 @@ def test_fnmt_and_tnmt_translate_a_split_line_for_line(tmp_path):
     stats = accelerated.signature()["stats"]
     assert stats["beam"] == 4 and stats["threshold"] == 0.01 and stats["models"] == 1
     assert research.signature()["stats"]["beam"] == 12 and research.signature()["stats"]["models"] == 2
+    # the accelerated FNMT is the ensemble unfolded and shrunk to one member's size: an output layer of its own
+    shrunken = accelerated.requires()["system"]
+    assert type(shrunken).__name__ == "ShrinkEnsemble" and type(research.requires()["system"]).__name__ == "NMTSystem"
+    sizes = shrunken.signature()["stats"]["parameters"]
+    member_output = len(tgt_vocab) * ensemble.models[0].config.embed_size
+    assert sizes["shrunken"] == sizes["member"] + member_output and sizes["unfolded"] > 2 * sizes["member"]
     lmatrix = accelerated.requires()["lmatrix"]
     assert lmatrix.signature()["params"]["nbest"] == 200
     pbmt = lmatrix.requires()["lattices"]
@@ -222,3 +228,7 @@ def test_table2s_research_variant_decodes_with_its_systems_tuned_choices_and_the
     assert research.params()["search"] == "tuned" and research.params()["beam"] == 12
     assert not accelerated.anchoring() and accelerated.keeps_own_evidence() and "search" not in accelerated.params()
     assert "lmatrix_choices" not in accelerated.requires() and accelerated.requires()["lmatrix"].params()["nbest"] == 200
+    assert type(accelerated.requires()["system"]).__name__ == "ShrinkEnsemble" and accelerated.params()["shrunken"]
+    accelerated_tnmt = DecodeLTNMT(split="newstest2016", variant="accelerated", **params)
+    assert type(accelerated_tnmt.requires()["system"]).__name__ == "NMTSystem" and "shrunken" not in \
+        accelerated_tnmt.params()

@@ -108,3 +108,27 @@ def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_the_pool_r
     assert translator.anchored() and list(translator.translate(raw)) == expected
     with pytest.raises(ValueError, match="searches anchored"):
         DecodingService(translator)
+
+
+def test_the_accelerated_fnmt_exports_and_translates_with_the_shrunken_ensemble(exported_systems):
+    """Table 2's accelerated FNMT decodes with the ensemble shrunk into one model (ShrinkEnsemble): the export holds
+    that model alone and translates as the pipeline did."""
+    import torch
+    from luigi.execution_summary import LuigiStatusCode
+
+    from pipeline.nmt.checkpoint import load_checkpoint
+    from tasks.export import ExportSystem
+    from tests.tasks.helpers import build
+
+    exports, raw = exported_systems
+    task = exports["FNMT"].clone(ExportSystem, variant="accelerated")
+    assert build(task).status == LuigiStatusCode.SUCCESS
+    shrunken = task.requires()["nmt"]
+    assert type(shrunken).__name__ == "ShrinkEnsemble"
+    models = sorted((task.folder() / "nmt").glob("model-*.pt"))
+    assert [p.name for p in models] == ["model-1.pt"]
+    exported, built = load_checkpoint(models[0]), load_checkpoint(shrunken.artifact_dir() / "model.pt")
+    assert exported.config == built.config and not exported.config.tied_output
+    assert all(torch.equal(exported.model[k], built.model[k]) for k in built.model)
+    expected = list(read_lines(task.decoding().artifact_dir() / "translation.en"))
+    assert list(Translator(load_system(task.folder()), batch_lines=4).translate(raw)) == expected
