@@ -100,7 +100,7 @@ def main() -> None:
     targets = [tgt_vocab.encode(t) + [tgt_vocab.eos_id] for _, t in pairs]
     references = [merged(t) for _, t in pairs]
     decode = load_profile(args.profile, REPO / "configs").decode
-    speedups = CpuSpeedups(decode.int8, decode.precompute_embeddings, decode.ancestry_cache)
+    speedups = CpuSpeedups.of(decode)
     settings = SearchSettings(beam=args.beam, threshold=args.threshold, length_penalty=decode.length_penalty,
                               max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                               early_exit=decode.early_exit)

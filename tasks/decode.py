@@ -259,8 +259,7 @@ class DecodeNMT(VariantTask):
         device = default_device()
         begin = time.perf_counter()
         system_file = inputs["system"].artifact_dir() / "system.json"
-        speedups = (CpuSpeedups(decode.int8, decode.precompute_embeddings, decode.ancestry_cache)
-                    if device.type == "cpu" else CpuSpeedups())
+        speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
         variant = self.variant_config()
         members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
         models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))

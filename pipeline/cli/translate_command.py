@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -240,10 +241,8 @@ def run(args: argparse.Namespace) -> int:
     lines = _stdin_lines() if args.input == "-" else list(read_lines(Path(args.input)))
     from pipeline.nmt.speedups import CpuSpeedups
 
-    speedups = CpuSpeedups(int8=decode.int8 if args.int8 is None else args.int8,
-                           precompute_embeddings=decode.precompute_embeddings if args.precompute_embeddings is None
-                           else args.precompute_embeddings,
-                           ancestry_cache=decode.ancestry_cache if args.ancestry_cache is None else args.ancestry_cache)
+    chosen = {name: getattr(args, name) for name in CpuSpeedups.__dataclass_fields__}
+    speedups = replace(CpuSpeedups.of(decode), **{k: v for k, v in chosen.items() if v is not None})
     models = load_models([Path(m) for m in args.models], device, speedups)
     hook_factory = None
     if args.lmbr:

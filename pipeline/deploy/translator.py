@@ -117,9 +117,7 @@ class Translator:
 
         decode = self.system.settings.decode
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        speedups = CpuSpeedups(decode.get("int8", False), decode.get("precompute_embeddings", False),
-                               decode.get("ancestry_cache", False)) \
-            if device.type == "cpu" else CpuSpeedups()
+        speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
         half = decoding_half(decode.get("fp16", False), device)
         return load_models([self.system.path("nmt/system.json")], device, speedups, half=half)
 

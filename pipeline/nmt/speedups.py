@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import warnings
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 import torch
 from torch import nn
@@ -35,9 +36,15 @@ class CpuSpeedups:
     precompute_embeddings: bool = False
     ancestry_cache: bool = False
 
+    @classmethod
+    def of(cls, decode: Any) -> "CpuSpeedups":
+        """The speed-ups a profile's [decode] (a DecodeProfile, or an export's settings as a mapping) turns on; a
+        setting it does not name is off (the exports written before it existed)."""
+        get = decode.get if isinstance(decode, Mapping) else (lambda key, default: getattr(decode, key, default))
+        return cls(**{name: bool(get(name, False)) for name in cls.__dataclass_fields__})
+
     def names(self) -> list[str]:
-        return [name for name, on in (("int8", self.int8), ("precompute_embeddings", self.precompute_embeddings),
-                                      ("ancestry_cache", self.ancestry_cache)) if on]
+        return [name for name in self.__dataclass_fields__ if getattr(self, name)]
 
 
 def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:

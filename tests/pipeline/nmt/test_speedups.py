@@ -47,3 +47,11 @@ def test_int8_stays_within_quantisation_noise_and_decodes(architecture):
 def test_no_speedup_returns_the_model_itself():
     model = make_model("gru", digit_vocab(), seed=1).eval()
     assert apply_speedups(model, CpuSpeedups()) is model and CpuSpeedups(int8=True).names() == ["int8"]
+
+
+def test_the_speedups_of_a_profile_and_of_an_export_made_before_a_setting_existed():
+    from pipeline.config import load_profile
+
+    assert CpuSpeedups.of(load_profile("small").decode) == CpuSpeedups(precompute_embeddings=True,
+                                                                        ancestry_cache=True)
+    assert CpuSpeedups.of({"precompute_embeddings": True}) == CpuSpeedups(precompute_embeddings=True)
