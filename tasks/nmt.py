@@ -224,17 +224,17 @@ class ShrinkEnsemble(PipelineTask):
     def build(self, out: Path) -> dict[str, Any]:
         system = self.input_dir() / "system.json"
         ensemble, _, _ = load_system(system)
-        first = system_members(system)[0]
+        members = system_members(system)
         unfolded = unfold(ensemble.models)
         member = ensemble.models[0].config
         small = shrink(unfolded, member.embed_size, member.hidden_size, member.attention_size,
                        member.attention_heads)
         src, tgt = self.config.source, self.config.target
         for lang in (src, tgt):
-            shutil.copyfile(first.parent / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
+            shutil.copyfile(members[0].parent / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
         save_checkpoint(out / "model.pt", small.config, small.state_dict(),
                         {"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"},
-                        meta={"shrunk_from": [str(p) for p in system_members(system)],
+                        meta={"shrunk_from": [str(p) for p in members],
                               "unfolded_parameters": unfolded.num_parameters()})
         write_system(out / "system.json", "gru", [self.artifact_dir() / "model.pt"], relative_to=self.artifact_dir())
         return {"members": len(ensemble), "parameters": {"member": ensemble.models[0].num_parameters(),

@@ -74,12 +74,14 @@ def unfold(models: Sequence[GruModel]) -> GruModel:
     unfolded = GruModel(big).eval()
     target = {name: torch.zeros_like(p) for name, p in unfolded.state_dict().items()}
 
-    def place(name: str, k: int, rows: Tensor, cols: Tensor | None = None, scale: float = 1.0) -> None:
-        weight = models[k].state_dict()[name]
+    states = [m.state_dict() for m in models]
+
+    def place(name: str, k: int, rows: Tensor, cols: Tensor | None = None) -> None:
+        weight = states[k][name]
         if cols is None:
-            target[name][rows] = weight * scale
+            target[name][rows] = weight
         else:
-            target[name][rows[:, None], cols[None, :]] = weight * scale
+            target[name][rows[:, None], cols[None, :]] = weight
 
     for k in range(count):
         embed, units, memory = _block(k, e), _block(k, h), _memory(k, h, big_h)
