@@ -10,6 +10,7 @@ from pipeline.io import atomic_path, write_json, write_text
 from pipeline.report import render
 from pipeline.report.divergence import divergence_table
 from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
+from pipeline.report.finding import finding_table
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
                  figures: Sequence[tuple[str, Path]] = (),
                  significance: Sequence[dict[str, Any]] = (), notes: dict[str, str] | None = None) -> list[Path]:
     """Write table1.{md,csv,tex}, table1_chrf.{md,csv} (chrF2), significance.{md,csv} (paired bootstrap of the hybrids
-    against PBMT and their NMT systems), data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
+    against PBMT, their NMT systems and lattice MBR, and of the NMT systems against PBMT), finding.{md,csv} (the
+    paper's comparisons: pipeline/report/finding.py), data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
     into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there with decoding_divergence.{md,csv}
     (the sentences whose outputs differ between the figures' decoding modes); return the paths."""
     out.mkdir(parents=True, exist_ok=True)
@@ -127,10 +129,18 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
             paths.append(out / name)
     if significance:
         header, rows = significance_table(significance)
-        title = (f"Paired bootstrap resampling (1000 resamples) of each hybrid against PBMT and its NMT system on "
-                 f"the {eval_set} sets, profile {profile}")
+        title = (f"Paired bootstrap resampling (1000 resamples) of each system against its baselines on the "
+                 f"{eval_set} sets, profile {profile}")
         for name, text in (("significance.md", render.markdown(header, rows, title)),
                            ("significance.csv", render.csv_text(header, rows))):
+            write_text(out / name, text)
+            paths.append(out / name)
+    header, rows = finding_table({(r.task, r.system): r.bleu for r in records if not r.variant}, significance, tasks)
+    if rows:
+        title = (f"The paper's finding on the {eval_set} sets, profile {profile}: NMT vs PBMT, LMBR on the NMT, and "
+                 f"the NMT's gain over the lattice (BLEU; paired bootstrap p < 0.05 is significant)")
+        for name, text in (("finding.md", render.markdown(header, rows, title)),
+                           ("finding.csv", render.csv_text(header, rows))):
             write_text(out / name, text)
             paths.append(out / name)
     variants = [r for r in records if r.variant]

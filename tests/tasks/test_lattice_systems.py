@@ -57,11 +57,11 @@ def test_lattice_systems_stay_in_the_lattice_and_mbr_is_the_exact_argmax(tmp_pat
     assert isinstance(acceptors[0], Acceptor)
 
 
-def test_every_hybrid_is_compared_with_pbmt_its_nmt_system_and_lattice_mbr():
+def test_every_hybrid_is_compared_with_pbmt_its_nmt_system_and_lattice_mbr_and_the_nmt_with_pbmt():
     assert comparisons(["PBMT", "FNMT", "LNMT", "TNMT", "LTNMT", "FNMT-lat", "MBR"]) == {
-        "PBMT": ["LNMT", "LTNMT", "FNMT-lat", "MBR"], "FNMT": ["LNMT", "FNMT-lat"], "TNMT": ["LTNMT"],
+        "PBMT": ["FNMT", "LNMT", "TNMT", "LTNMT", "FNMT-lat", "MBR"], "FNMT": ["LNMT", "FNMT-lat"], "TNMT": ["LTNMT"],
         "MBR": ["LNMT", "LTNMT", "FNMT-lat"]}
-    assert comparisons(["PBMT", "LNMT", "FNMT"]) == {"PBMT": ["LNMT"], "FNMT": ["LNMT"]}  # no MBR built
+    assert comparisons(["PBMT", "LNMT", "FNMT"]) == {"PBMT": ["FNMT", "LNMT"], "FNMT": ["LNMT"]}  # no MBR built
     assert comparisons(["FNMT", "TNMT"]) == {}
 
 

@@ -1,0 +1,85 @@
+"""Benchmark: a model's learning curve on the tuning set, trained past its profile's caps, to choose the profile's
+fixed number of updates.
+
+Trains the model of one TrainNMT task (profile, task, architecture, seed) in the task's own resumable state folder
+(`<work>/<profile>/<task>/nmt-train-state/<model>-<hash>/`), with its max_updates and wall-clock budget replaced by
+this script's. The caps decide only when training stops, never what an update computes (the learning-rate schedules
+do not read them), so the checkpoints are the ones the task itself would write, and a later `TrainNMT` run resumes
+from them under the profile's own caps. A validation (loss and greedy BLEU on the profile's valid_sentences tuning
+sentences) runs every checkpoint_every updates; the curve is read from the state's metrics.csv.
+
+Needs the task's inputs built (`luigi --module tasks BuildVocab ApplyBPE ...`, or one TrainNMT run started and
+stopped). Stop it at any time (Ctrl-C): the next run resumes from the last checkpoint.
+
+    .venv/bin/python benchmarks/learning_curve.py --profile medium --task ger-eng --architecture transformer \
+        --data-dir DATA_FOLDER --threads 1 --budget-minutes 120 --out results/benchmarks/x.json
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from common import machine  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
+from pipeline.nmt.distributed import Ranks  # noqa: E402
+from pipeline.nmt.launch import run_job  # noqa: E402
+from pipeline.nmt.models import model_config  # noqa: E402
+from pipeline.report.learning_curves import read_curve  # noqa: E402
+from tasks.nmt import TrainNMT  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--profile", default="medium")
+    p.add_argument("--task", required=True)
+    p.add_argument("--architecture", choices=("gru", "transformer"), required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--work-dir", default="work")
+    p.add_argument("--data-dir", help="the data folder (default: the project's setting)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-updates", type=int, default=0, help="stop after this update (0: the profile's cap)")
+    p.add_argument("--budget-minutes", type=float, default=0.0,
+                   help="stop once the model has trained this long in all, over every resumed run (0: no budget)")
+    p.add_argument("--out", type=Path, help="JSON: the curve, the machine and the caps")
+    args = p.parse_args(argv)
+
+    extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=args.work_dir, architecture=args.architecture,
+                    seed=args.seed, **extra)
+    missing = [name for name, needed in task.requires().items() if not needed.complete()]
+    if missing:
+        raise SystemExit(f"{task}: inputs not built yet ({', '.join(missing)}); run e.g. `luigi --module tasks "
+                         f"TrainNMT ...` once, or build them with luigi first")
+    state_dir = task.state_dir()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    vocabs = task._vocabularies(state_dir)
+    config = model_config(args.architecture, task.arch_profile(), vocabs[task.config.source],
+                          vocabs[task.config.target])
+    job = task._job(config, args.threads)
+    caps = {"max_updates": args.max_updates or job.training["max_updates"],
+            "budget_seconds": round(args.budget_minutes * 60)}
+    job = dataclasses.replace(job, training={**job.training, **caps})
+    print(f"training {task.label()} of {args.profile}/{args.task} in {state_dir} with {caps}", flush=True)
+    result = run_job(job, Ranks())
+    curve = read_curve(state_dir / "metrics.csv")
+    print(f"stopped at update {result.updates} ({result.stop_reason}), {result.elapsed / 60:.1f} minutes in all")
+    print("update  minutes  tune BLEU  tune loss")
+    for point in curve:
+        print(f"{point['update']:6d}  {point['minutes']:7.1f}  {point['valid_bleu']:9.2f}  {point['valid_loss']:9.3f}")
+    if args.out:
+        write_json(args.out, {"benchmark": "learning_curve", "machine": machine(), "threads": args.threads,
+                              "profile": args.profile, "task": args.task, "model": task.label(),
+                              "state_dir": str(state_dir), "caps": caps, "updates": result.updates,
+                              "stop_reason": result.stop_reason, "minutes": round(result.elapsed / 60, 1),
+                              "curve": curve})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

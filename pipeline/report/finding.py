@@ -1,0 +1,51 @@
+"""The paper's finding, task by task, from Table 1 and the paired bootstrap: is the NMT above the PBMT, does LMBR
+improve the NMT (LNMT - FNMT, LTNMT - TNMT), and does the NMT add anything to the lattice (the best NMT-containing
+hybrid against lattice MBR, which reads the same lattice and uses no NMT)?
+
+Iglesias et al. (2018) report NMT above PBMT by 2.5-7 BLEU and LMBR adding 0.2-1.3 BLEU to it. A difference counts
+as significant when the paired bootstrap's p-value (sacrebleu, 1000 resamples: pipeline/evaluation/significance.py)
+is below 0.05; its sign says which way.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+# The NMT-containing hybrids of Table 1: each decodes with an NMT system's models and the PBMT lattice.
+NMT_HYBRIDS = ("LNMT", "LTNMT", "FNMT-lat", "LNMT-lat", "TNMT-lat", "LTNMT-lat")
+# (question, system, baseline) in the report's order; the best hybrid is found per task.
+QUESTIONS = (("NMT vs PBMT", "FNMT", "PBMT"), ("NMT vs PBMT", "TNMT", "PBMT"),
+             ("LMBR on the NMT", "LNMT", "FNMT"), ("LMBR on the NMT", "LTNMT", "TNMT"))
+BEST_HYBRID = "the NMT's gain over the lattice (best NMT hybrid vs lattice MBR)"
+SIGNIFICANT = 0.05
+HEADER = ["task", "question", "system", "baseline", "system BLEU", "baseline BLEU", "difference", "p-value",
+          "verdict"]
+
+
+def _verdict(difference: float, p_value: float | None) -> str:
+    if p_value is None:
+        return "higher" if difference > 0 else "lower" if difference < 0 else "equal"
+    if p_value >= SIGNIFICANT:
+        return "not significant"
+    return "significantly higher" if difference > 0 else "significantly lower"
+
+
+def finding_table(scores: dict[tuple[str, str], float], significance: Sequence[dict[str, Any]],
+                  tasks: Sequence[str]) -> tuple[list[str], list[list]]:
+    """Rows of the comparisons whose two systems both have a BLEU score. `scores`: {(task, system): BLEU} of
+    Table 1; `significance`: CompareSystems' records (task, system, baseline, metric, p_value); a pair that was not
+    tested has no p-value."""
+    p_values = {(r["task"], r["system"], r["baseline"]): r["p_value"] for r in significance if r["metric"] == "BLEU"}
+    rows = []
+    for task in tasks:
+        questions = list(QUESTIONS)
+        hybrids = [s for s in NMT_HYBRIDS if (task, s) in scores]
+        if hybrids:
+            questions.append((BEST_HYBRID, max(hybrids, key=lambda s: scores[task, s]), "MBR"))
+        for question, system, baseline in questions:
+            if (task, system) not in scores or (task, baseline) not in scores:
+                continue
+            difference = round(scores[task, system] - scores[task, baseline], 2)
+            p_value = p_values.get((task, system, baseline))
+            rows.append([task, question, system, baseline, scores[task, system], scores[task, baseline], difference,
+                         None if p_value is None else f"{p_value:.3f}", _verdict(difference, p_value)])
+    return HEADER, rows
