@@ -69,12 +69,35 @@ def profile_section(folder: Path) -> tuple[str, dict[str, Path]]:
     return "\n".join(parts), figures
 
 
+def curve_sections(results: Path) -> tuple[list[str], dict[str, Path]]:
+    """The learning curves measured ahead of a profile's run (benchmarks/learning_curve.py, kept in
+    results/benchmarks/learning_curve_<profile>_<task>/), one section each, with their figures."""
+    sections, figures = [], {}
+    for folder in sorted((results / "benchmarks").glob("learning_curve_*/")):
+        table = folder / "learning_curves.md"
+        if not table.is_file():
+            continue
+        parts = [f"## Learning curves {folder.name.removeprefix('learning_curve_')}", "",
+                 f"From `{folder.relative_to(folder.parents[2]).as_posix()}/` (`benchmarks/learning_curve.py`).", "",
+                 demote(table.read_text(encoding="utf-8").strip("\n"))]
+        png = folder / "learning_curves.png"
+        if png.is_file():
+            target = f"figures/{folder.name}/{png.name}"
+            figures[target] = png
+            parts += ["", f"![learning curves ({folder.name})]({target})"]
+        sections.append("\n".join(parts))
+    return sections, figures
+
+
 def build_page(results: Path = REPO / "results", profiles: tuple[str, ...] = PUBLISHED) -> Page:
     sections, figures = [HEADER.rstrip("\n")], {}
     for folder in profile_folders(results, profiles):
         text, shown = profile_section(folder)
         sections.append(text)
         figures.update(shown)
+    curves, shown = curve_sections(results)
+    sections += curves
+    figures.update(shown)
     if len(sections) == 1:
         sections.append("No result folder holds a Table 1 yet: run `make reproduce`.")
     return Page("\n\n".join(sections) + "\n", figures)

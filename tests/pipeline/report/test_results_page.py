@@ -58,3 +58,20 @@ def test_the_results_page_shows_the_small_runs_table1_cell_for_cell():
 def test_no_published_run_gives_a_page_that_says_so(tmp_path):
     assert "No result folder holds a Table 1 yet" in build_page(tmp_path / "none").text
     assert isinstance(build_page(tmp_path / "none").figures, dict) and Path(tmp_path).is_dir()
+
+
+def test_learning_curves_measured_ahead_of_a_run_get_a_section_with_their_figure(tmp_path):
+    results = tmp_path / "results"
+    (results / "small").mkdir(parents=True)
+    (results / "small" / "table1.md").write_text(TABLE1)
+    curves = results / "benchmarks" / "learning_curve_medium_ger-eng"
+    curves.mkdir(parents=True)
+    (curves / "learning_curves.md").write_text("## Learning curves\n\n| model | update |\n|---|---:|\n| gru | 250 |\n")
+    (curves / "learning_curves.png").write_bytes(b"png")
+    (results / "benchmarks" / "learning_curve_empty").mkdir()  # no table: no section
+    page = build_page(results)
+    section = page.text.split("## Learning curves medium_ger-eng", 1)[1]
+    assert page.text.index("## Profile small") < page.text.index("## Learning curves medium_ger-eng")
+    assert table_rows(section, "Learning curves") == [["model", "update"], ["---", "---:"], ["gru", "250"]]
+    assert page.figures["figures/learning_curve_medium_ger-eng/learning_curves.png"] == curves / "learning_curves.png"
+    assert "learning_curve_empty" not in page.text
