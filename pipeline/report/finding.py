@@ -4,7 +4,8 @@ hybrid against lattice MBR, which reads the same lattice and uses no NMT)?
 
 Iglesias et al. (2018) report NMT above PBMT by 2.5-7 BLEU and LMBR adding 0.2-1.3 BLEU to it. A difference counts
 as significant when the paired bootstrap's p-value (sacrebleu, 1000 resamples: pipeline/evaluation/significance.py)
-is below 0.05; its sign says which way.
+is below 0.05; its sign says which way. The best hybrid is picked on the reported split itself, so its row alone
+overstates the evidence a little (the best of six); significance.csv holds every hybrid's own test against MBR.
 """
 from __future__ import annotations
 
