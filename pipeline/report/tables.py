@@ -71,6 +71,18 @@ def significance_table(records: Sequence[dict[str, Any]]) -> tuple[list[str], li
                     for r in records]
 
 
+def _md_csv(stem: str, header: list[str], rows: list[list], title: str) -> dict[str, str]:
+    """{stem.md, stem.csv}: one table as markdown (with its title) and as CSV."""
+    return {f"{stem}.md": render.markdown(header, rows, title), f"{stem}.csv": render.csv_text(header, rows)}
+
+
+def _write_texts(out: Path, files: dict[str, str]) -> list[Path]:
+    """Each {name: text} written atomically into `out`; their paths, in order."""
+    for name, text in files.items():
+        write_text(out / name, text)
+    return [out / name for name in files]
+
+
 def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str],
                  data_rows: Sequence[dict[str, Any]], profile: str, eval_set: str,
                  figures: Sequence[tuple[str, Path]] = (),
@@ -90,10 +102,7 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
     if rows:
         title = ("Decoding modes compared in Figures 2-3: sentences whose best output differs from the reference "
                  "mode's (float32 rounding of differently shaped products; each figure JSON lists them)")
-        for name, text in (("decoding_divergence.md", render.markdown(header, rows, title)),
-                           ("decoding_divergence.csv", render.csv_text(header, rows))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, _md_csv("decoding_divergence", header, rows, title))
     header, rows = table1(records, tasks, systems)
     caption = f"Cased BLEU (sacrebleu) on the {eval_set} sets, profile {profile}"
     data_header, data_rows_ = data_table(data_rows)
@@ -117,49 +126,32 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
         "data_summary.csv": render.csv_text(data_header, data_rows_),
         "data_summary.tex": render.latex(data_header, data_rows_, data_caption),
     }
-    for name, text in files.items():
-        write_text(out / name, text)
-        paths.append(out / name)
+    paths += _write_texts(out, files)
     if systems:
         header, rows = table1(records, tasks, systems, "chrf2")
         title = f"Table 1 in chrF2 (sacrebleu) on the {eval_set} sets, profile {profile}"
-        for name, text in (("table1_chrf.md", render.markdown(header, rows, title)),
-                           ("table1_chrf.csv", render.csv_text(header, rows))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, _md_csv("table1_chrf", header, rows, title))
     if significance:
         header, rows = significance_table(significance)
         title = (f"Paired bootstrap resampling (1000 resamples) of each system against its baselines on the "
                  f"{eval_set} sets, profile {profile}")
-        for name, text in (("significance.md", render.markdown(header, rows, title)),
-                           ("significance.csv", render.csv_text(header, rows))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, _md_csv("significance", header, rows, title))
     header, rows = finding_table({(r.task, r.system): r.bleu for r in records if not r.variant}, significance, tasks)
     if rows:
         title = (f"The paper's finding on the {eval_set} sets, profile {profile}: NMT vs PBMT, LMBR on the NMT, and "
                  f"the NMT's gain over the lattice (BLEU; paired bootstrap p < 0.05 is significant)")
-        for name, text in (("finding.md", render.markdown(header, rows, title)),
-                           ("finding.csv", render.csv_text(header, rows))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, _md_csv("finding", header, rows, title))
     variants = [r for r in records if r.variant]
     if variants:
         header, rows = table2(variants)
         title = f"Table 2: research vs accelerated systems on the {eval_set} sets, profile {profile}"
-        for name, text in (("table2.md", render.markdown(header, rows, title)),
-                           ("table2.csv", render.csv_text(header, rows)),
-                           ("table2.tex", render.latex(header, rows, title))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, {**_md_csv("table2", header, rows, title),
+                                    "table2.tex": render.latex(header, rows, title)})
     breakdown = time_breakdown([r for r in records if not r.variant] + variants)
     if breakdown:
         header, rows = breakdown_table(breakdown)
         title = f"Figure 1: time breakdown (seconds) on the {eval_set} sets, profile {profile}"
-        for name, text in (("figure1.md", render.markdown(header, rows, title)),
-                           ("figure1.csv", render.csv_text(header, rows))):
-            write_text(out / name, text)
-            paths.append(out / name)
+        paths += _write_texts(out, _md_csv("figure1", header, rows, title))
         paths.append(plot_time_breakdown(breakdown, out / "figure1.png", title))
     write_json(out / "results.json", [asdict(r) for r in records])
     paths.append(out / "results.json")
