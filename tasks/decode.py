@@ -130,9 +130,9 @@ class DecodeNMT(VariantTask):
 
     def anchoring(self) -> bool:
         """Whether this unconstrained LMBR decoding may search anchored (the profile's searches include it; Table 2's
-        variants only with tuned_choices: the accelerated system keeps the paper's free search)."""
+        variants only with tuned_choices or tuned_search, else the paper's free search)."""
         variant = self.variant_config()
-        return (self.lmbr and not self.constrained and (variant is None or variant.tuned_choices)
+        return (self.lmbr and not self.constrained and (variant is None or variant.searches_as_tuned())
                 and "anchored" in self.profile_config.lmbr.search_forms())
 
     def search_form(self) -> str:

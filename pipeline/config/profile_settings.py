@@ -349,9 +349,16 @@ class VariantProfile:
     # (alpha, n-best), over the variant's lattices; lmbr_nbest then only names the variant's default L. Lambda and
     # the gain form are the tuned ones in every variant.
     tuned_choices: bool = False
+    # LMBR searches as TuneSearch chose for its system (anchored or free) but over the variant's own lattices and
+    # evidence space (tuned_choices implies it)
+    tuned_search: bool = False
     # FNMT with single_model: the ensemble unfolded and shrunk without data to one member's size (the paper's
     # accelerated system: Stahlberg and Byrne 2017) instead of the first seed's model
     shrunken: bool = False
+
+    def searches_as_tuned(self) -> bool:
+        """Whether LMBR takes its system's tuned search form (anchored or free) rather than the free search."""
+        return self.tuned_choices or self.tuned_search
 
     def problems(self) -> list[tuple[str, str]]:
         checks = [("beam", self.beam >= 1, "must be at least 1"),

@@ -37,7 +37,9 @@ with :class:`Closed` when the shutdown time runs out first, and no worker proces
 it (pipeline/deploy/workers.py: the workers leave the stop signals to the server).
 
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
-batched products), so the answers equal offline translation. The queue is bounded in sentences: `submit` refuses
+batched products), so the answers equal offline translation. A system that searches anchored (LMBR free and inside
+the sentence's PBMT lattice, pipeline/decode/anchored.py) sends each line as two searches, which may decode in
+different batches or processes; the better of the two answers, as in `Translator.translate`. The queue is bounded in sentences: `submit` refuses
 a request that would overfill it (:class:`Overloaded`), and refuses everything after `close` (:class:`Closed`).
 """
 from __future__ import annotations
@@ -75,6 +77,8 @@ class _Request:
     left: int = 0
     submitted: float = 0.0
     decoding_since: float | None = None
+    # anchored search: line k's prepared sentence, its searches, and their n-best lists (None until each ends)
+    searches: dict[int, tuple[Prepared, list[Prepared], list]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.future.timings = {}  # seconds per phase, set before the result: queue, preprocess, pbmt, ...
@@ -108,10 +112,6 @@ class DecodingService:
                 or decode_processes < 0:
             raise ValueError("pool_sentences and max_queue must be at least 1, refill in [0, 1], prepare_processes "
                              "and decode_processes at least 0")
-        if translator.anchored():
-            raise ValueError(f"{translator.system.name} searches anchored (free and inside its PBMT lattice, "
-                             "pipeline/decode/anchored.py), which the serving pool does not do yet: translate with "
-                             "`lmbr translate --system` in one process, or export a system tuned to the free search")
         self.translator, self.pool_sentences, self.max_queue, self.refill = (translator, pool_sentences,
                                                                               max_queue, refill)
         self._lock = threading.Condition()
@@ -142,7 +142,7 @@ class DecodingService:
 
     @property
     def queue_length(self) -> int:
-        """Sentences accepted and not yet decoding."""
+        """Sentences accepted and not yet decoding (under anchored search, each line's two searches count)."""
         return self._queued
 
     @property
@@ -268,12 +268,26 @@ class DecodingService:
                 self._preparing -= 1
                 for k, item in enumerate(prepared[start:start + len(request.lines)]):
                     if item.source_ids:
-                        self._ready.append((request, k, item))
+                        self._enqueue(request, k, item)
                     else:  # an empty line, or the PBMT system: nothing to decode
                         self._queued -= 1
                         request.done_one(k, item.pbmt if self.translator.models is None else "")
                 start += len(request.lines)
             self._lock.notify_all()
+
+    def _enqueue(self, request: _Request, k: int, item: Prepared, front: bool = False) -> None:
+        """Line k's searches (one; two under anchored search, free and inside its lattice, the better answers) join
+        the queue, at its end or its front; the line itself was counted when its request was accepted (called under
+        the lock)."""
+        searches = self.translator.searches(item)
+        if len(searches) > 1:
+            request.searches[k] = (item, searches, [None] * len(searches))
+        entries = [(request, k, search) for search in searches]
+        self._queued += len(entries) - 1
+        if front:
+            self._ready.extendleft(reversed(entries))
+        else:
+            self._ready.extend(entries)
 
     def _take(self, room: int) -> list[tuple[_Request, int, Prepared]]:
         """Up to `room` ready sentences, moved from the queue to the pool (called under the lock)."""
@@ -325,14 +339,25 @@ class DecodingService:
             self._ended(entry, hyps)
 
     def _ended(self, entry: tuple[_Request, int, Prepared], hyps: list) -> None:
-        """A sentence's n-best list is in: its text goes to its request; or, when its terms were not met, it goes
-        back to the front of the queue without them (Translator.missing_terms)."""
+        """A search's n-best list is in. Once every search of its line has ended (under anchored search, the free
+        one and the lattice copy: the better wins), the line's text goes to its request; or, when its terms were not
+        met, it goes back to the front of the queue without them (Translator.missing_terms)."""
         request, k, item = entry
+        if k in request.searches:
+            with self._lock:
+                item, searches, found = request.searches[k]
+                found[next(j for j, search in enumerate(searches) if search is entry[2])] = hyps
+                if any(result is None for result in found):  # the other search is still on its way
+                    self._decoding -= 1
+                    self._lock.notify_all()
+                    return
+                del request.searches[k]
+            hyps = self.translator.better_search(item, found)
         if self.translator.missing_terms(item, hyps):
             with self._lock:
                 self._decoding -= 1
                 self._queued += 1
-                self._ready.appendleft(entry)
+                self._enqueue(request, k, item, front=True)
                 self._lock.notify_all()
             return
         text = self.translator.finish(item, hyps)

@@ -190,29 +190,37 @@ class Translator:
         """Whether the system searches anchored (pipeline/decode/anchored.py): free and inside the PBMT lattice."""
         return self.system.kind.lmbr and self.system.settings.lmbr.get("search", "free") == "anchored"
 
+    def searches(self, item: Prepared) -> list[Prepared]:
+        """The searches of one prepared sentence: itself, and under anchored search its lattice copy (an item with
+        an acceptor of its own, forced terms, is searched in it either way: one search)."""
+        if self.anchored() and item.acceptor is None:
+            return [item, replace(item, acceptor=item.anchor)]
+        return [item]
+
+    def better_search(self, item: Prepared, results: Sequence[list]) -> list:
+        """The n-best list of the better of an item's searches (`searches`, in that order); the item is marked
+        from_lattice when its lattice copy won."""
+        from pipeline.decode.anchored import better_copy
+
+        chosen = better_copy(results) if len(results) > 1 else 0
+        item.from_lattice = chosen == 1 and item.anchor is not None
+        return results[chosen]
+
     def _decode(self, items: list[Prepared]) -> list:
         """The n-best lists of the items' searches; under anchored search, of the better copy of each (the items
-        whose lattice copy won are marked from_lattice)."""
+        whose lattice copy won are marked from_lattice). Every first search, then every lattice copy."""
         from pipeline.decode.batching import decode_sources
 
         decode = self.system.settings.decode
-        copies = items
-        if self.anchored():  # an item with an acceptor of its own (forced terms) is searched in it either way
-            copies = items + [replace(item, acceptor=item.anchor) if item.acceptor is None else item
-                              for item in items]
-        results = decode_sources(self.models.ensemble, [item.source_ids for item in copies], self.settings,
-                                 decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(copies),
+        copies = {k: searches[1] for k, item in enumerate(items) for searches in [self.searches(item)]
+                  if len(searches) > 1}
+        runs = items + list(copies.values())
+        results = decode_sources(self.models.ensemble, [item.source_ids for item in runs], self.settings,
+                                 decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(runs),
                                  streaming=decode["streaming"], refill=decode["refill"])
-        if copies is items:
-            return results
-        from pipeline.decode.anchored import better_copy
-
-        n, best = len(items), []
-        for k, item in enumerate(items):
-            chosen = better_copy([results[k], results[n + k]])
-            item.from_lattice = chosen == 1 and copies[n + k].acceptor is not None
-            best.append(results[chosen * n + k])
-        return best
+        second = dict(zip(copies, results[len(items):]))
+        return [self.better_search(item, [results[k], *([second[k]] if k in second else [])])
+                for k, item in enumerate(items)]
 
     def _tick(self, phase: str, since: float) -> float:
         now = time.perf_counter()

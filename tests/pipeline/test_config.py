@@ -155,6 +155,9 @@ def test_variants_of_table2_load_and_are_validated(tmp_path):
     accelerated = small.variant("accelerated")
     assert (accelerated.beam, accelerated.lmbr_nbest, accelerated.threshold, accelerated.single_model) == \
         (4, 200, 0.01, True)
+    research = small.variant("research")
+    assert accelerated.searches_as_tuned() and not accelerated.tuned_choices  # its own 200-best, the tuned search
+    assert research.searches_as_tuned() and research.tuned_choices and not research.tuned_search
     with pytest.raises(ConfigError, match=r"no \[variants.fast\]"):
         small.variant("fast")
     folder = edit_config(tmp_path, "profiles/small.toml", "lmbr_nbest = 200", "lmbr_nbest = -1")

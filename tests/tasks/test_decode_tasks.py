@@ -212,7 +212,8 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
 
 def test_table2s_research_variant_decodes_with_its_systems_tuned_choices_and_the_accelerated_its_own(tmp_path):
     """The small profile's research LNMT takes TuneSearch's search form and TuneLMBR's evidence space (the grid's full
-    lattice or 200-best), as Table 1's LNMT does; the accelerated one keeps its 200-best and the free search."""
+    lattice or 200-best), as Table 1's LNMT does; the accelerated one keeps its 200-best but searches as TuneSearch
+    chose (tuned_search)."""
     params = {**shared_params(tmp_path, tmp_path / "data"), "profile": "small", "task_name": "eng-ger"}
     table1 = DecodeLNMT(split="newstest2016", **params)
     research = DecodeLNMT(split="newstest2016", variant="research", **params)
@@ -226,7 +227,10 @@ def test_table2s_research_variant_decodes_with_its_systems_tuned_choices_and_the
         assert evidence == {0, 200}  # the grid's two evidence spaces, to be picked by the tuned choice
     assert research.requires()["search"].artifact_dir() == table1.requires()["search"].artifact_dir()
     assert research.params()["search"] == "tuned" and research.params()["beam"] == 12
-    assert not accelerated.anchoring() and accelerated.keeps_own_evidence() and "search" not in accelerated.params()
+    assert accelerated.anchoring() and accelerated.keeps_own_evidence() and accelerated.params()["search"] == "tuned"
+    assert accelerated.requires()["search"].artifact_dir() == table1.requires()["search"].artifact_dir()
+    acceptors = accelerated.requires()["acceptors"]  # inside its own lattices, over its 200-best
+    assert acceptors.variant == "accelerated" and acceptors.params()["nbest"] == 200
     assert "lmatrix_choices" not in accelerated.requires() and accelerated.requires()["lmatrix"].params()["nbest"] == 200
     assert type(accelerated.requires()["system"]).__name__ == "ShrinkEnsemble" and accelerated.params()["shrunken"]
     accelerated_tnmt = DecodeLTNMT(split="newstest2016", variant="accelerated", **params)

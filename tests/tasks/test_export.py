@@ -83,7 +83,9 @@ def test_a_corrupt_missing_or_foreign_file_is_an_error_that_names_it(exported_sy
     assert lmbr_main(["translate", "--system", str(folder), "-i", str(tmp_path / "none")]) == 2
 
 
-def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_the_pool_refuses_it(tmp_path):
+def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_serves_the_same(tmp_path):
+    """Anchored search offline, in the serving pool and in its decoding processes: each line's free search and
+    lattice copy may decode in different batches (pool of 3) or processes, and the better answers, as offline."""
     from luigi.execution_summary import LuigiStatusCode
 
     from pipeline.deploy.service import DecodingService
@@ -106,8 +108,12 @@ def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_the_pool_r
     translator = Translator(system, batch_lines=4)
     expected = list(read_lines(export.decoding().artifact_dir() / "translation.en"))
     assert translator.anchored() and list(translator.translate(raw)) == expected
-    with pytest.raises(ValueError, match="searches anchored"):
-        DecodingService(translator)
+    for decoders in (0, 2):
+        service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000, decode_processes=decoders)
+        futures = [service.submit(raw[k:k + 2]) for k in range(0, len(raw), 2)]
+        served = [text for future in futures for text in future.result(timeout=300)]
+        service.close()
+        assert served == expected, decoders
 
 
 def test_the_accelerated_fnmt_exports_and_translates_with_the_shrunken_ensemble(exported_systems):
