@@ -3,11 +3,16 @@
 LNMT's three phases run one after the other on the same sentences, as a deployed hybrid would: phrase-based
 decoding writing lattices (the variant's PBMT limits, one process), posteriors + L over the variant's evidence space
 (the L built directly under the theta the pipeline uses: TuneLMBR's p and r when the profile tunes), and the batched
-beam decoder with L added at every step (the tuned lambda). FNMT decodes the same sentences with the same model and
-search. Everything is located as the Luigi artifacts of DecodeFNMT / DecodeLNMT(variant) under --work-dir
-(``--build`` builds what is missing), so the settings are the pipeline's, and each run's outputs are compared with
-those artifacts' (``identical_outputs``). FNMT and LNMT alternate within every run; the medians over --runs are
-reported, with words per minute on source words and LNMT's share of FNMT's words per minute (paper: 52%).
+beam decoder with L added at every step (the tuned lambda), free, and where the variant searches anchored
+(`tuned_search`, TuneSearch's choice) also anchored: acceptors of the same lattices over the same evidence space,
+each sentence searched free and inside its lattice, the better kept (pipeline/decode/anchored.py); the two LNMT
+searches are reported side by side. FNMT decodes the same sentences with the same model (the variant's: the
+shrunken ensemble, or the first member) and search. Everything is located as the Luigi artifacts of DecodeFNMT /
+DecodeLNMT(variant) under --work-dir (``--build`` builds what is missing), so the settings are the pipeline's, and
+each run's outputs are compared with those artifacts' (``identical_outputs``, for the search the artifact used). FNMT
+and LNMT alternate within every run; the medians over --runs are reported, with words per minute on source words and
+each LNMT search's share of FNMT's words per minute (paper: 52%); "posteriors + L" includes the anchored search's
+acceptors.
 
     .venv/bin/python benchmarks/accelerated_pipeline.py --task eng-ger --work-dir work --runs 3
 """
@@ -29,7 +34,9 @@ import torch  # noqa: E402
 
 from common import machine  # noqa: E402
 from pbmt_decode import REPO, artifact_arguments  # noqa: E402
+from lattices.acceptor import build_acceptor_shard, load_acceptors  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
+from pipeline.decode.anchored import translate_anchored  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
@@ -86,10 +93,11 @@ class Pipelines:
             self.theta = Theta.from_p_r(chosen["p"], chosen["r"], lmbr.theta_convention, lmbr.theta_t)
         else:
             self.theta = self.lmatrix.theta()
-        system = self.lnmt.requires()["system"].artifact_dir() / "system.json"
+        system = self.lnmt.system_task().artifact_dir() / "system.json"  # the shrunken ensemble where it is used
         variant = self.lnmt.variant_config()
-        self.models = load_models(system_members(system)[:1] if variant and variant.single_model else [system],
-                                  "cpu")
+        first_only = variant is not None and variant.single_model and not self.lnmt.shrunken()
+        self.models = load_models(system_members(system)[:1] if first_only else [system], "cpu")
+        self.searches = ["free", "anchored"] if self.lnmt.search_form() == "anchored" else ["free"]
         tokenizer = get_tokenizer(config.languages[config.target].tokenizer, config.target,
                                   Path(self.lnmt.cache_dir) / "tokenizers")
         self.processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(
@@ -98,26 +106,29 @@ class Pipelines:
         decode = self.lnmt.profile_config.decode
         self.decode = decode
         self.search = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
-                                     max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+                                     max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
+                                     early_exit=decode.early_exit)  # FNMT's; LNMT's as DecodeLNMT sets it below
+        self.lnmt_search = dataclasses.replace(self.search, weight=self.lnmt.nmt_lambda(), patience=lmbr.patience,
+                                               early_exit=False)
         self.nmt_lambda, self.gains = self.lnmt.nmt_lambda(), self.lnmt.gains()
         self.source_words = sum(map(len, self.words))
         target = config.target
         self.expected = {name: list(read_lines(task.artifact_dir() / f"bpe.{target}"))[:len(self.bpe_lines)]
-                         for name, task in (("FNMT", self.fnmt), ("LNMT", self.lnmt))}
+                         for name, task in (("FNMT", self.fnmt), (f"LNMT {self.searches[-1]}", self.lnmt))}
 
-    def neural(self, weight: float, hook_factory=None) -> tuple[float, list[str]]:
+    def neural(self, search: SearchSettings, hook_factory=None) -> tuple[float, list[str]]:
         started = time.perf_counter()
-        result = translate_lines(self.bpe_lines, self.models, dataclasses.replace(self.search, weight=weight),
+        result = translate_lines(self.bpe_lines, self.models, search,
                                  self.processor, source=None, batch_sentences=self.decode.batch_sentences,
                                  sort=self.decode.sort, hook_factory=hook_factory, streaming=self.decode.streaming,
                                  refill=self.decode.refill)
         return time.perf_counter() - started, result.bpe
 
     def run_fnmt(self) -> tuple[dict[str, float], list[str]]:
-        seconds, bpe = self.neural(1.0)
+        seconds, bpe = self.neural(self.search)
         return {"neural decoding": seconds}, bpe
 
-    def run_lnmt(self) -> tuple[dict[str, float], list[str]]:
+    def run_lnmt(self, search: str = "free") -> tuple[dict[str, float], list[str]]:
         with tempfile.TemporaryDirectory(prefix="accelerated-") as tmp:
             started = time.perf_counter()
             decoder = Decoder(self.table, self.lm, self.weights, self.settings)  # a fresh cache of scored options
@@ -129,11 +140,25 @@ class Pipelines:
             build_lmatrix_shard(paths, self.codes, self.vocab, self.theta, self.alpha, self.lmbr.semiring,
                                 self.evidence, shard, self.lmbr.order, self.lmbr.engine,
                                 self.lmbr.max_evidence_states)
+            store, sentences = LMatrixStore([shard]), list(range(len(self.bpe_lines)))
+            if search == "anchored":  # the lattice copies' acceptors, over the same evidence space
+                build_acceptor_shard(paths, self.codes, self.vocab, self.evidence, Path(tmp) / "acceptors.npz",
+                                     self.lmbr.engine, self.lmbr.max_evidence_states)
+                acceptors = load_acceptors([Path(tmp) / "acceptors.npz"])
             built = time.perf_counter()
-            hook = lmbr_hook_factory(LMatrixStore([shard]), self.models.tgt_vocab.bos_id,
-                                     sentence_ids=range(len(self.bpe_lines)), vocab_size=len(self.models.tgt_vocab),
-                                     gains=self.gains)
-            neural, bpe = self.neural(self.nmt_lambda, hook)
+            bos, size = self.models.tgt_vocab.bos_id, len(self.models.tgt_vocab)
+            if search == "anchored":
+                clock = time.perf_counter()
+                result, _ = translate_anchored(
+                    self.bpe_lines, self.models, self.lnmt_search,
+                    self.processor, lambda ids: lmbr_hook_factory(store, bos, sentence_ids=ids, vocab_size=size,
+                                                                  gains=self.gains),
+                    sentences, [acceptors.get(i) for i in sentences], batch_sentences=self.decode.batch_sentences,
+                    sort=self.decode.sort, streaming=self.decode.streaming, refill=self.decode.refill)
+                neural, bpe = time.perf_counter() - clock, result.bpe
+            else:
+                hook = lmbr_hook_factory(store, bos, sentence_ids=sentences, vocab_size=size, gains=self.gains)
+                neural, bpe = self.neural(self.lnmt_search, hook)
         return {"phrase-based decoding": decoded - started, "posteriors + L": built - decoded,
                 "neural decoding": neural}, bpe
 
@@ -152,28 +177,32 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     pipelines = Pipelines(args)
     words = pipelines.source_words
-    runs: dict[str, list[dict[str, float]]] = {"FNMT": [], "LNMT": []}
-    identical = {"FNMT": True, "LNMT": True}
+    systems = [("FNMT", pipelines.run_fnmt), *((f"LNMT {search}", lambda search=search: pipelines.run_lnmt(search))
+                                               for search in pipelines.searches)]
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in systems}
+    identical: dict[str, bool | None] = {name: True if name in pipelines.expected else None for name, _ in systems}
     for r in range(args.runs):
-        for name, run in (("FNMT", pipelines.run_fnmt), ("LNMT", pipelines.run_lnmt)):
+        for name, run in systems:
             phases, bpe = run()
             phases["total"] = sum(phases.values())
             runs[name].append(phases)
-            identical[name] &= bpe == pipelines.expected[name]
+            if identical[name] is not None:  # (the search of the pipeline's artifact)
+                identical[name] &= bpe == pipelines.expected[name]
             print(f"run {r + 1} {name}: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())
                   + f", {60 * words / phases['total']:.0f} wpm", file=sys.stderr)
     medians = {name: {k: round(statistics.median(run[k] for run in rs), 3) for k in rs[0]} for name, rs in runs.items()}
     wpm = {name: round(60 * words / m["total"], 1) for name, m in medians.items()}
-    shares = [f["total"] / l["total"] for f, l in zip(runs["FNMT"], runs["LNMT"])]
-    share = round(statistics.median(shares), 4)
+    share = {name: round(statistics.median(f["total"] / l["total"] for f, l in zip(runs["FNMT"], runs[name])), 4)
+             for name in runs if name != "FNMT"}
     print(f"{len(pipelines.words)} sentences, {words} source words, {args.threads} torch thread(s), beam "
           f"{pipelines.search.beam}, {pipelines.decode.batch_sentences} sentences per batch, PBMT "
           f"{pipelines.settings}, evidence space {pipelines.evidence or 'full lattice'}")
-    for name in ("FNMT", "LNMT"):
+    for name in runs:
         print(f"{name}: " + ", ".join(f"{k} {v:.2f} s" for k, v in medians[name].items())
               + f" -> {wpm[name]:.0f} wpm (identical outputs to the pipeline's: {identical[name]})")
-    print(f"accelerated LNMT runs at {100 * share:.1f}% of accelerated FNMT's words per minute (median of "
-          f"{args.runs} runs; paper: 52%)")
+    for name, value in share.items():
+        print(f"accelerated {name} runs at {100 * value:.1f}% of accelerated FNMT's words per minute (median of "
+              f"{args.runs} runs; paper: 52%)")
     write_json(args.out, {
         "benchmark": "accelerated_pipeline", "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "task": args.task, "profile": args.profile, "split": args.split, "variant": args.variant,

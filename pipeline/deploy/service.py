@@ -39,8 +39,9 @@ it (pipeline/deploy/workers.py: the workers leave the stop signals to the server
 Each sentence follows the search it would follow alone (batch invariance, up to floating-point differences of
 batched products), so the answers equal offline translation. A system that searches anchored (LMBR free and inside
 the sentence's PBMT lattice, pipeline/decode/anchored.py) sends each line as two searches, which may decode in
-different batches or processes; the better of the two answers, as in `Translator.translate`. The queue is bounded in sentences: `submit` refuses
-a request that would overfill it (:class:`Overloaded`), and refuses everything after `close` (:class:`Closed`).
+different batches or processes; the better of the two answers, as in `Translator.translate`. The queue is bounded
+in sentences: `submit` refuses a request that would overfill it (:class:`Overloaded`), and refuses everything after
+`close` (:class:`Closed`).
 """
 from __future__ import annotations
 

@@ -212,8 +212,11 @@ class Translator:
         from pipeline.decode.batching import decode_sources
 
         decode = self.system.settings.decode
-        copies = {k: searches[1] for k, item in enumerate(items) for searches in [self.searches(item)]
-                  if len(searches) > 1}
+        copies: dict[int, Prepared] = {}  # item index -> its lattice copy
+        for k, item in enumerate(items):
+            searches = self.searches(item)
+            if len(searches) > 1:
+                copies[k] = searches[1]
         runs = items + list(copies.values())
         results = decode_sources(self.models.ensemble, [item.source_ids for item in runs], self.settings,
                                  decode["batch_sentences"], decode["sort"], self.models.device, self.hooks(runs),
