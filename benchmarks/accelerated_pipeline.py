@@ -108,9 +108,9 @@ class Pipelines:
         self.search = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
                                      max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                      early_exit=decode.early_exit)  # FNMT's; LNMT's as DecodeLNMT sets it below
-        self.lnmt_search = dataclasses.replace(self.search, weight=self.lnmt.nmt_lambda(), patience=lmbr.patience,
-                                               early_exit=False)
         self.nmt_lambda, self.gains = self.lnmt.nmt_lambda(), self.lnmt.gains()
+        self.lnmt_search = dataclasses.replace(self.search, weight=self.nmt_lambda, patience=lmbr.patience,
+                                               early_exit=False)
         self.source_words = sum(map(len, self.words))
         target = config.target
         self.expected = {name: list(read_lines(task.artifact_dir() / f"bpe.{target}"))[:len(self.bpe_lines)]
