@@ -4,8 +4,9 @@ fixed number of updates.
 Trains the model of one TrainNMT task (profile, task, architecture, seed) in the task's own resumable state folder
 (`<work>/<profile>/<task>/nmt-train-state/<model>-<hash>/`), with its max_updates and wall-clock budget replaced by
 this script's. The caps decide only when training stops, never what an update computes (the learning-rate schedules
-do not read them), so the checkpoints are the ones the task itself would write, and a later `TrainNMT` run resumes
-from them under the profile's own caps. A validation (loss and greedy BLEU on the profile's valid_sentences tuning
+do not read them; `linear` does, so for it this script keeps the profile's max_updates and may only stop early), so
+the checkpoints are the ones the task itself would write, and a later `TrainNMT` run resumes from them under the
+profile's own caps. A validation (loss and greedy BLEU on the profile's valid_sentences tuning
 sentences) runs every checkpoint_every updates; the curve is read from the state's metrics.csv.
 
 Needs the task's inputs built (`luigi --module tasks BuildVocab ApplyBPE ...`, or one TrainNMT run started and
@@ -62,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     config = model_config(args.architecture, task.arch_profile(), vocabs[task.config.source],
                           vocabs[task.config.target])
     job = task._job(config, args.threads)
+    if job.training["lr_schedule"] == "linear" and args.max_updates not in (0, job.training["max_updates"]):
+        raise SystemExit(f"the {args.profile} profile's {args.architecture} decays its learning rate to 0 at its "
+                         f"max_updates ({job.training['max_updates']}, lr_schedule 'linear'), so another cap trains "
+                         "another model: its learning curve is the profile's own run (leave --max-updates out)")
     caps = {"max_updates": args.max_updates or job.training["max_updates"],
             "budget_seconds": round(args.budget_minutes * 60)}
     job = dataclasses.replace(job, training={**job.training, **caps})

@@ -203,12 +203,13 @@ def run(args: argparse.Namespace) -> int:
                          [figure for report in reports for figure in report.speed_figures()],
                          [record for report in reports for record in report.significance()],
                          {s: SYSTEM_NOTES[s] for s in systems})
+    guard_stops = wall_clock_stops(reports)
     paths += write_learning_curves(out, {label: curve for report in reports
-                                         for label, curve in report.learning_curves().items()}, profile)
+                                         for label, curve in report.learning_curves().items()}, profile, guard_stops)
     paths += write_stage_times(out, artifact_graph(reports), tasks,
                                f"Build time of every stage per task, profile {profile}", args.workers)
     print((out / "table1.md").read_text(encoding="utf-8"))
-    for stop in wall_clock_stops(reports):
+    for stop in guard_stops:
         print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "
               "this model and its scores depend on the machine's speed", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")

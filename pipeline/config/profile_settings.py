@@ -100,7 +100,8 @@ class NmtTrainingProfile:
     seeds: tuple[int, ...]  # one model per seed; a system ensembles them (FNMT: the paper's 3 GRU models)
     max_tokens: int  # a batch holds at most this many source or target tokens, padding included
     lr: float  # Adam's learning rate (the peak, after warm-up)
-    lr_schedule: str  # "inverse_sqrt" (linear warm-up, then 1/sqrt(update) decay) or "constant" (after warm-up)
+    lr_schedule: str  # after a linear warm-up: "inverse_sqrt" (1/sqrt(update) decay), "constant", or "linear" (a
+                      # linear decay to 0 at max_updates: the schedule of a fixed budget)
     warmup_updates: int  # linear warm-up from 0 to lr; 0: none
     label_smoothing: float
     clip_norm: float  # gradient norm clipping; 0 turns it off
@@ -120,6 +121,8 @@ class NmtTrainingProfile:
 
 #: Training precisions (pipeline/nmt/precision.py says what each becomes on a device).
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
+#: Learning-rate schedules: pipeline/nmt/schedule.py's SCHEDULES (named here so that config stays free of torch).
+LR_SCHEDULES = ("inverse_sqrt", "constant", "linear")
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,9 @@ class NmtProfile:
                 ("vocab_size", model.vocab_size == 0 or model.vocab_size > 4, "must be 0 or more than the 4 specials"),
                 ("dropout", 0 <= model.dropout < 1, "must be in [0, 1)"),
                 ("training.seeds", 0 < len(t.seeds) == len(set(t.seeds)), "must be distinct, at least one"),
-                ("training.lr_schedule", t.lr_schedule in ("inverse_sqrt", "constant"),
-                 "must be 'inverse_sqrt' or 'constant'"),
+                ("training.lr_schedule", t.lr_schedule in LR_SCHEDULES, f"must be one of {', '.join(LR_SCHEDULES)}"),
+                ("training.max_updates", t.lr_schedule != "linear" or t.max_updates > t.warmup_updates,
+                 "must be above training.warmup_updates with lr_schedule 'linear' (it decays to 0 there)"),
                 ("training.max_tokens", t.max_tokens > 0, "must be positive"),
                 ("training.label_smoothing", 0 <= t.label_smoothing < 1, "must be in [0, 1)"),
                 ("training.max_updates", t.max_updates > 0 or t.budget_seconds > 0,

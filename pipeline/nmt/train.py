@@ -156,7 +156,8 @@ class Trainer:
         self.scaler = grad_scaler(precision, self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.lr, betas=ADAM_BETAS, eps=ADAM_EPS,
                                           fused=self.device.type in ("cpu", "cuda"))
-        self.scheduler = make_scheduler(self.optimizer, training.lr_schedule, training.warmup_updates)
+        self.scheduler = make_scheduler(self.optimizer, training.lr_schedule, training.warmup_updates,
+                                        training.max_updates)
         self.batcher = TokenBatcher([len(s) + 1 for s in self.src_ids], [len(t) + 1 for t in self.tgt_ids],
                                     training.max_tokens, seed)
         self.updates = self._update_stream(BatchStream(self.batcher))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pipeline.io import atomic_path, write_text
 from pipeline.report import render
@@ -62,14 +62,23 @@ def plot_learning_curves(curves: dict[str, Curve], path: Path, title: str) -> Pa
     return path
 
 
-def write_learning_curves(out: Path, curves: dict[str, Curve], profile: str) -> list[Path]:
-    """learning_curves.{md,csv,png} in `out` (nothing when no model has a validation point)."""
+def write_learning_curves(out: Path, curves: dict[str, Curve], profile: str,
+                          guard_stops: Sequence[str] = ()) -> list[Path]:
+    """learning_curves.{md,csv,png} in `out` (nothing when no model has a validation point).
+
+    `guard_stops`: the models whose wall-clock guard (budget_seconds) stopped them before their fixed number of
+    updates, one line each; the table says so under it, since such a model depends on the machine's speed.
+    """
     if not any(curves.values()):
         return []
     header, rows = curve_table(curves)
     title = f"Learning curves of the NMT models on the tuning set, profile {profile}"
+    table = render.markdown(header, rows, title)
+    if guard_stops:
+        table += ("\nStopped by the wall-clock guard (budget_seconds) before max_updates, so these models and their "
+                  "scores depend on the machine's speed:\n\n" + "".join(f"- {stop}\n" for stop in guard_stops))
     paths = []
-    for name, text in (("learning_curves.md", render.markdown(header, rows, title)),
+    for name, text in (("learning_curves.md", table),
                        ("learning_curves.csv", render.csv_text(header, rows))):
         write_text(out / name, text)
         paths.append(out / name)

@@ -277,3 +277,20 @@ def test_gradient_accumulation_and_the_transformer_dropouts_are_checked(tmp_path
     folder = edit_config(tmp_path / "b", "profiles/small.toml", "attention_dropout = 0.0", "attention_dropout = 1.5")
     with pytest.raises(ConfigError, match="'nmt.transformer.attention_dropout' must be in"):
         config.load_profile("small", folder)
+
+
+def test_a_linear_schedule_needs_max_updates_above_its_warm_up(tmp_path):
+    schedule = 'lr_schedule = "inverse_sqrt"\nwarmup_updates = 800'
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", schedule,
+                         'lr_schedule = "linear"\nwarmup_updates = 800')
+    assert config.load_profile("medium", folder).nmt.transformer.training.lr_schedule == "linear"
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", schedule,
+                         'lr_schedule = "linear"\nwarmup_updates = 3500')
+    with pytest.raises(ConfigError, match="'nmt.transformer.training.max_updates' must be above "
+                                          "training.warmup_updates with lr_schedule 'linear'"):
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "c", "profiles/medium.toml", schedule,
+                         'lr_schedule = "cosine"\nwarmup_updates = 800')
+    with pytest.raises(ConfigError, match="'nmt.transformer.training.lr_schedule' must be one of inverse_sqrt, "
+                                          "constant, linear"):
+        config.load_profile("medium", folder)

@@ -31,3 +31,18 @@ def test_the_scheduler_sets_the_rate_of_each_update():
         sched.step()
     assert rates[:4] == pytest.approx([0.025, 0.05, 0.075, 0.1])
     assert rates[7] == pytest.approx(0.1 * math.sqrt(4 / 8))
+
+
+def test_linear_decays_to_zero_at_the_last_update():
+    f = lr_factor("linear", warmup=10, total=109)
+    assert f(5) == pytest.approx(0.5) and f(10) == pytest.approx(1.0)
+    assert f(60) == pytest.approx(0.5) and f(109) == pytest.approx(0.01)  # the last update still trains
+    assert f(110) == 0.0 and f(200) == 0.0  # a run resumed past its cap trains at rate 0
+    with pytest.raises(ValueError, match="above the warm-up"):
+        lr_factor("linear", warmup=10, total=10)
+
+
+def test_the_profiles_schedules_are_the_trainers():
+    from pipeline.config.profile_settings import LR_SCHEDULES
+    from pipeline.nmt.schedule import SCHEDULES
+    assert LR_SCHEDULES == SCHEDULES

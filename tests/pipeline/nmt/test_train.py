@@ -65,6 +65,27 @@ def test_a_killed_run_resumes_to_the_parameters_of_an_uninterrupted_one(config, 
     assert rows("killed") == rows("straight")  # the killed run's tail (updates 6-8) was dropped
 
 
+def test_the_linear_schedule_anneals_to_zero_at_max_updates_across_a_resume(vocab, tmp_path):
+    profile = training_profile(lr=0.01, lr_schedule="linear", warmup_updates=2, max_updates=6, checkpoint_every=3,
+                               keep_checkpoints=2)
+    rates = {}  # update -> the rate the optimizer holds after it (the rate of the next update)
+
+    def run(kill: int = 0):
+        def hook(update):
+            rates[update] = trainer.optimizer.param_groups[0]["lr"]
+            if update == kill:
+                raise Killed(update)
+        trainer = Trainer(gru_config(vocab), profile, 1, vocab, vocab, digit_data(200, 1, "copy"), tmp_path,
+                          device="cpu", after_update=hook)
+        return trainer.run()
+
+    with pytest.raises(Killed):
+        run(kill=4)
+    assert run().resumed_from == 3
+    # update u trains at 0.01 * u / 2 during the warm-up, then at 0.01 * (7 - u) / 5: the last one at 0.002
+    assert [rates[u] for u in range(1, 7)] == pytest.approx([0.01, 0.008, 0.006, 0.004, 0.002, 0.0])
+
+
 def test_the_budget_stops_training_with_a_final_checkpoint(vocab, tmp_path):
     profile = training_profile(max_updates=0, budget_seconds=0.5, checkpoint_every=3, keep_checkpoints=2)
     result = Trainer(gru_config(vocab), profile, 1, vocab, vocab, digit_data(200, 1, "copy"), tmp_path,

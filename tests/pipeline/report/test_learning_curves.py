@@ -44,3 +44,13 @@ def test_the_report_writes_a_table_and_a_figure_of_both_axes(tmp_path):
     table = (tmp_path / "out" / "learning_curves.md").read_text()
     assert "| ger-eng TNMT transformer seed 1 | 500 | 2.50 | 6.50 | 4.00 |" in table
     assert write_learning_curves(tmp_path / "none", {"x": []}, "medium") == []
+
+
+def test_models_stopped_by_the_wall_clock_guard_are_named_under_the_table(tmp_path):
+    curves = {"eng-ger TNMT transformer seed 1": [{"update": 250, "minutes": 1.0, "valid_bleu": 2.0,
+                                                   "valid_loss": 6.0}]}
+    write_learning_curves(tmp_path, curves, "medium", ["eng-ger transformer seed 1: 2796 updates in 7800.2 s"])
+    table = (tmp_path / "learning_curves.md").read_text()
+    assert table.endswith("depend on the machine's speed:\n\n- eng-ger transformer seed 1: 2796 updates in 7800.2 s\n")
+    write_learning_curves(tmp_path, curves, "medium")
+    assert "wall-clock guard" not in (tmp_path / "learning_curves.md").read_text()
