@@ -36,8 +36,8 @@ from common import machine  # noqa: E402
 from pbmt_decode import REPO, artifact_arguments  # noqa: E402
 from lattices.acceptor import build_acceptor_shard, load_acceptors  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
-from pipeline.decode.anchored import translate_anchored  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
+from pipeline.decode.anchored import translate_anchored  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
@@ -147,18 +147,19 @@ class Pipelines:
                 acceptors = load_acceptors([Path(tmp) / "acceptors.npz"])
             built = time.perf_counter()
             bos, size = self.models.tgt_vocab.bos_id, len(self.models.tgt_vocab)
+
+            def hooks(ids):
+                return lmbr_hook_factory(store, bos, sentence_ids=ids, vocab_size=size, gains=self.gains)
+
             if search == "anchored":
                 clock = time.perf_counter()
                 result, _ = translate_anchored(
-                    self.bpe_lines, self.models, self.lnmt_search,
-                    self.processor, lambda ids: lmbr_hook_factory(store, bos, sentence_ids=ids, vocab_size=size,
-                                                                  gains=self.gains),
-                    sentences, [acceptors.get(i) for i in sentences], batch_sentences=self.decode.batch_sentences,
+                    self.bpe_lines, self.models, self.lnmt_search, self.processor, hooks, sentences,
+                    [acceptors.get(i) for i in sentences], batch_sentences=self.decode.batch_sentences,
                     sort=self.decode.sort, streaming=self.decode.streaming, refill=self.decode.refill)
                 neural, bpe = time.perf_counter() - clock, result.bpe
             else:
-                hook = lmbr_hook_factory(store, bos, sentence_ids=sentences, vocab_size=size, gains=self.gains)
-                neural, bpe = self.neural(self.lnmt_search, hook)
+                neural, bpe = self.neural(self.lnmt_search, hooks(sentences))
         return {"phrase-based decoding": decoded - started, "posteriors + L": built - decoded,
                 "neural decoding": neural}, bpe
 

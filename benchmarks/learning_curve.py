@@ -6,8 +6,8 @@ Trains the model of one TrainNMT task (profile, task, architecture, seed) in the
 this script's. The caps decide only when training stops, never what an update computes (the learning-rate schedules
 do not read them; `linear` does, so for it this script keeps the profile's max_updates and may only stop early), so
 the checkpoints are the ones the task itself would write, and a later `TrainNMT` run resumes from them under the
-profile's own caps. A validation (loss and greedy BLEU on the profile's valid_sentences tuning
-sentences) runs every checkpoint_every updates; the curve is read from the state's metrics.csv.
+profile's own caps. A validation (loss and greedy BLEU on the profile's valid_sentences tuning sentences) runs every
+checkpoint_every updates; the curve is read from the state's metrics.csv.
 
 Needs the task's inputs built (`luigi --module tasks BuildVocab ApplyBPE ...`, or one TrainNMT run started and
 stopped). Stop it at any time (Ctrl-C): the next run resumes from the last checkpoint.
