@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     for point in curve:
         print(f"{point['update']:6d}  {point['minutes']:7.1f}  {point['valid_bleu']:9.2f}  {point['valid_loss']:9.3f}")
     if args.out:
-        write_json(args.out, {"benchmark": "learning_curve", "machine": machine(), "threads": args.threads,
+        write_json(args.out, {"benchmark": "learning_curve", "machine": machine(args.threads), "threads": args.threads,
                               "profile": args.profile, "task": args.task, "model": task.label(),
                               "state_dir": str(state_dir), "caps": caps, "updates": result.updates,
                               "stop_reason": result.stop_reason, "minutes": round(result.elapsed / 60, 1),

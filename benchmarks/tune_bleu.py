@@ -1,0 +1,144 @@
+"""Benchmark: beam-search BLEU on the tuning set of one TrainNMT model, its newest checkpoint and the averages of its
+newest k, to choose NMT training settings without decoding a split that is reported.
+
+Reads the checkpoints of the profile's TrainNMT model: its resumable state folder while it trains
+(`<work>/<profile>/<task>/nmt-train-state/<model>-<hash>/`), else its finished artifact's `checkpoints/` (or any
+folder given as `--checkpoints`). For every k of `--average` it averages the newest k checkpoints in memory, and for
+every alpha of `--length-penalty` (default: the profile's) it decodes the first `--sentences` tuning sentences with
+beam `--beam` (the profile's output limits, batches of 16) and scores them two ways:
+
+- `bleu`: cased sacrebleu of the detokenized output against the raw reference, as Table 1 scores devtest;
+- `bleu_truecased_tokens`: sacrebleu with `tokenize="none"` of the merged BPE output against the truecased,
+  tokenized reference, the measure of the one-off comparisons in docs/measurements.md before this script.
+
+    .venv/bin/python benchmarks/tune_bleu.py --profile medium --task ger-eng --architecture transformer \
+        --data-dir DATA_FOLDER --average 4 1 --length-penalty 0 1 --out results/benchmarks/tune_bleu_x.json
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import sacrebleu  # noqa: E402
+import torch  # noqa: E402
+
+from common import machine  # noqa: E402
+from pipeline.config import load_profile, load_task  # noqa: E402
+from pipeline.decode.beam_search import SearchSettings  # noqa: E402
+from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
+from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
+from pipeline.io import write_json  # noqa: E402
+from pipeline.nmt.average import average_checkpoints  # noqa: E402
+from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
+from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402
+from pipeline.text.bpe import merge_bpe  # noqa: E402
+
+
+def newest_artifact(root: Path, pattern: str) -> Path:
+    """The newest artifact folder under `root` whose signature matches `pattern` (e.g. "subwords/dev-*")."""
+    found = sorted(root.glob(f"{pattern}/signature.json"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise SystemExit(f"no {pattern} artifact under {root}: build the tuning split's data stages first "
+                         f"(e.g. `luigi --module tasks ApplyBPE --split dev ...`, or one TrainNMT run)")
+    return found[-1].parent
+
+
+def first_lines(path: Path, n: int) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n") for _, line in zip(range(n), f)]
+
+
+def checkpoint_folder(args: argparse.Namespace) -> Path:
+    """--checkpoints, else the TrainNMT model's state folder while it holds checkpoints, else its artifact's."""
+    if args.checkpoints:
+        return args.checkpoints
+    from tasks.nmt import TrainNMT
+
+    extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=str(args.work_dir),
+                    architecture=args.architecture, seed=args.seed, **extra)
+    return task.state_dir() if list_checkpoints(task.state_dir()) else task.artifact_dir() / "checkpoints"
+
+
+def score(args: argparse.Namespace, checkpoints: list[Path], length_penalty: float, sources: list[str],
+          processor: TextProcessor, references: list[str], truecased: list[str], target: str) -> dict:
+    """Decode `sources` (BPE lines) with the average of `checkpoints` and score the output both ways."""
+    decode = load_profile(args.profile).decode
+    settings = SearchSettings(beam=args.beam, length_penalty=length_penalty,
+                              max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = checkpoints[0]
+        if len(checkpoints) > 1:  # the average names the vocabularies beside the checkpoints by absolute paths
+            vocabularies = {side: str((model.parent / path).resolve())
+                            for side, path in load_checkpoint(model).vocabularies.items()}
+            model = average_checkpoints(checkpoints, Path(tmp) / "average.pt", vocabularies)
+        models = load_models([model], "cpu")
+        started = time.monotonic()
+        result = translate_lines(sources, models, settings, target=processor, batch_sentences=16)
+    merged = [" ".join(merge_bpe(line.split())) for line in result.bpe]
+    return {"checkpoints": [p.name for p in checkpoints], "seconds": round(time.monotonic() - started, 1),
+            "bleu": round(corpus_bleu(result.text, references, target).score, 2),
+            "bleu_truecased_tokens": round(
+                sacrebleu.corpus_bleu(merged, [truecased], tokenize="none", force=True).score, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--profile", default="medium")
+    p.add_argument("--task", required=True)
+    p.add_argument("--architecture", choices=("gru", "transformer"), default="transformer")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--work-dir", type=Path, default=Path("work"))
+    p.add_argument("--data-dir", help="the data folder the model was trained from (default: the project's setting)")
+    p.add_argument("--checkpoints", type=Path, help="a folder of checkpoint-*.pt files (default: the TrainNMT model's)")
+    p.add_argument("--average", type=int, nargs="+", default=[1], help="average the newest k checkpoints, per k")
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--length-penalty", type=float, nargs="+",
+                   help="alphas of score / length^alpha, each decoded (default: the profile's)")
+    p.add_argument("--sentences", type=int, default=1000, help="the first N tuning sentences")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", type=Path, help="JSON: the scores, the machine and the settings")
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    config = load_task(args.task)
+    root = args.work_dir / args.profile / args.task
+    tune = config.splits.tune
+    sources = first_lines(newest_artifact(root, f"subwords/{tune}-*") / f"bpe.{config.source}.gz", args.sentences)
+    references = first_lines(newest_artifact(root, f"tokenized/{tune}-*") / f"raw.{config.target}.gz",
+                             args.sentences)
+    truecased = first_lines(newest_artifact(root, f"truecased/{tune}-*") / f"words.{config.target}.gz",
+                            args.sentences)
+    truecaser = Truecaser.load(newest_artifact(root, "truecaser/truecaser-*") / f"truecase.{config.target}.json")
+    processor = TextProcessor(tokenizer=get_tokenizer("moses", config.target, REPO / "cache" / "tokenizers"),
+                              truecaser=truecaser, bpe=None)
+    folder = checkpoint_folder(args)
+    found = list_checkpoints(folder) if folder.is_dir() else []
+    if not found:
+        raise SystemExit(f"{folder}: no checkpoint-*.pt files (train the model first)")
+    rows = []
+    for k in args.average:
+        for alpha in args.length_penalty or [load_profile(args.profile).decode.length_penalty]:
+            row = {"average": k, "length_penalty": alpha,
+                   **score(args, found[-k:], alpha, sources, processor, references, truecased, config.target)}
+            print(f"newest {k} checkpoint(s) {row['checkpoints'][0]}..{row['checkpoints'][-1]}, length penalty "
+                  f"{alpha}: BLEU {row['bleu']}, truecased tokens {row['bleu_truecased_tokens']} "
+                  f"({row['seconds']} s)", flush=True)
+            rows.append(row)
+    if args.out:
+        write_json(args.out, {"benchmark": "tune_bleu", "machine": machine(args.threads), "profile": args.profile,
+                              "task": args.task, "split": tune, "sentences": len(sources), "beam": args.beam,
+                              "checkpoints": str(folder), "results": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
