@@ -17,7 +17,6 @@ beam `--beam` (the profile's output limits, batches of 16) and scores them two w
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 import tempfile
 import time
@@ -31,7 +30,8 @@ import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
 from common import machine  # noqa: E402
-from pipeline.config import load_profile, load_task  # noqa: E402
+from peer_nmt import first_lines, newest  # noqa: E402
+from pipeline.config import DecodeProfile, load_profile, load_task  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
@@ -40,20 +40,6 @@ from pipeline.nmt.average import average_checkpoints  # noqa: E402
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
 from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402
 from pipeline.text.bpe import merge_bpe  # noqa: E402
-
-
-def newest_artifact(root: Path, pattern: str) -> Path:
-    """The newest artifact folder under `root` whose signature matches `pattern` (e.g. "subwords/dev-*")."""
-    found = sorted(root.glob(f"{pattern}/signature.json"), key=lambda p: p.stat().st_mtime)
-    if not found:
-        raise SystemExit(f"no {pattern} artifact under {root}: build the tuning split's data stages first "
-                         f"(e.g. `luigi --module tasks ApplyBPE --split dev ...`, or one TrainNMT run)")
-    return found[-1].parent
-
-
-def first_lines(path: Path, n: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for _, line in zip(range(n), f)]
 
 
 def checkpoint_folder(args: argparse.Namespace) -> Path:
@@ -68,10 +54,10 @@ def checkpoint_folder(args: argparse.Namespace) -> Path:
     return task.state_dir() if list_checkpoints(task.state_dir()) else task.artifact_dir() / "checkpoints"
 
 
-def score(args: argparse.Namespace, checkpoints: list[Path], length_penalty: float, sources: list[str],
-          processor: TextProcessor, references: list[str], truecased: list[str], target: str) -> dict:
+def score(args: argparse.Namespace, decode: DecodeProfile, checkpoints: list[Path], length_penalty: float,
+          sources: list[str], processor: TextProcessor, references: list[str], truecased: list[str],
+          target: str) -> dict:
     """Decode `sources` (BPE lines) with the average of `checkpoints` and score the output both ways."""
-    decode = load_profile(args.profile).decode
     settings = SearchSettings(beam=args.beam, length_penalty=length_penalty,
                               max_length_a=decode.max_length_a, max_length_b=decode.max_length_b)
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,12 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     config = load_task(args.task)
     root = args.work_dir / args.profile / args.task
     tune = config.splits.tune
-    sources = first_lines(newest_artifact(root, f"subwords/{tune}-*") / f"bpe.{config.source}.gz", args.sentences)
-    references = first_lines(newest_artifact(root, f"tokenized/{tune}-*") / f"raw.{config.target}.gz",
+    decode = load_profile(args.profile).decode
+    sources = first_lines(newest(f"subwords/{tune}-*/signature.json", root) / f"bpe.{config.source}.gz",
+                          args.sentences)
+    references = first_lines(newest(f"tokenized/{tune}-*/signature.json", root) / f"raw.{config.target}.gz",
                              args.sentences)
-    truecased = first_lines(newest_artifact(root, f"truecased/{tune}-*") / f"words.{config.target}.gz",
+    truecased = first_lines(newest(f"truecased/{tune}-*/signature.json", root) / f"words.{config.target}.gz",
                             args.sentences)
-    truecaser = Truecaser.load(newest_artifact(root, "truecaser/truecaser-*") / f"truecase.{config.target}.json")
+    truecaser = Truecaser.load(newest("truecaser/truecaser-*/signature.json", root)
+                               / f"truecase.{config.target}.json")
     processor = TextProcessor(tokenizer=get_tokenizer("moses", config.target, REPO / "cache" / "tokenizers"),
                               truecaser=truecaser, bpe=None)
     folder = checkpoint_folder(args)
@@ -126,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{folder}: no checkpoint-*.pt files (train the model first)")
     rows = []
     for k in args.average:
-        for alpha in args.length_penalty or [load_profile(args.profile).decode.length_penalty]:
+        for alpha in args.length_penalty or [decode.length_penalty]:
             row = {"average": k, "length_penalty": alpha,
-                   **score(args, found[-k:], alpha, sources, processor, references, truecased, config.target)}
+                   **score(args, decode, found[-k:], alpha, sources, processor, references, truecased,
+                           config.target)}
             print(f"newest {k} checkpoint(s) {row['checkpoints'][0]}..{row['checkpoints'][-1]}, length penalty "
                   f"{alpha}: BLEU {row['bleu']}, truecased tokens {row['bleu_truecased_tokens']} "
                   f"({row['seconds']} s)", flush=True)
