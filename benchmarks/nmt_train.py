@@ -11,7 +11,9 @@ the current code, so both see the same machine load; the table gives the medians
 loss in windows of --loss-window updates (a change that is not exact must stay within a stated bound).
 
 On a CPU that computes bfloat16 natively (avx512_bf16 or AMX) the current code is also measured with the profile's
-precision set to "auto" (bf16 autocast), as a third variant.
+precision set to "auto" (bf16 autocast), as a third variant. --compile adds the current code trained through
+torch.compile (the profile's `compile = true`), in fp32 and, where native, bf16; their runs get --compile-warmup
+untimed updates, so that compiling and the recompiles of the first batch shapes stay out of the timing.
 
 Data: the BPE training text and vocabularies of a translation task when a work folder holds them (ApplyBPE and
 BuildVocab artifacts, e.g. after `luigi --module tasks BuildVocab --task-name chi-eng --profile small`),
@@ -44,18 +46,13 @@ sys.path.insert(1, str(HERE))
 
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
+from common import first_lines, machine, newest_artifact  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.nmt.models import limit_vocabulary, model_config  # noqa: E402
 from pipeline.nmt.precision import training_precision  # noqa: E402
 from pipeline.nmt.train import ParallelText, Trainer  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
-
-
-def newest(pattern: str, root: Path) -> Path | None:
-    found = sorted(root.glob(pattern), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
 
 
 def real_data(work_dir: Path, profile: str, task: str, lines: int) -> tuple[ParallelText, Vocabulary, Vocabulary,
@@ -65,16 +62,15 @@ def real_data(work_dir: Path, profile: str, task: str, lines: int) -> tuple[Para
 
     config = load_task(task)
     root = work_dir / profile / task
-    subwords = newest(f"subwords/{config.splits.train}-*/signature.json", root)
-    vocab = newest("vocab/vocab-*/signature.json", root)
+    subwords, vocab = newest_artifact(root, "subwords", config.splits.train), newest_artifact(root, "vocab", "vocab")
     if subwords is None or vocab is None:
         return None
     src, tgt = config.source, config.target
-    sources = [line.split() for _, line in zip(range(lines), read_lines(subwords.parent / f"bpe.{src}.gz"))]
-    targets = [line.split() for _, line in zip(range(lines), read_lines(subwords.parent / f"bpe.{tgt}.gz"))]
-    return (ParallelText(sources, targets), Vocabulary.load(vocab.parent / f"vocab.{src}.json"),
-            Vocabulary.load(vocab.parent / f"vocab.{tgt}.json"),
-            {"kind": "real", "task": task, "bpe": str(subwords.parent), "vocab": str(vocab.parent)})
+    sources = [line.split() for line in first_lines(subwords / f"bpe.{src}.gz", lines)]
+    targets = [line.split() for line in first_lines(subwords / f"bpe.{tgt}.gz", lines)]
+    return (ParallelText(sources, targets), Vocabulary.load(vocab / f"vocab.{src}.json"),
+            Vocabulary.load(vocab / f"vocab.{tgt}.json"),
+            {"kind": "real", "task": task, "bpe": str(subwords), "vocab": str(vocab)})
 
 
 def synthetic_data(lines: int, vocab_size: int, seed: int = 0) -> tuple[ParallelText, Vocabulary, Vocabulary, dict]:
@@ -95,10 +91,13 @@ def load_data(args: argparse.Namespace) -> tuple[ParallelText, Vocabulary, Vocab
 
 
 def make_trainer(architecture: str, profile_name: str, data, src_vocab, tgt_vocab, seed: int, state_dir: Path,
-                 device: str, precision: str = "") -> Trainer:
-    """A fresh trainer at the profile's sizes; `precision` overrides the profile's (before the device decides)."""
+                 device: str, precision: str = "", compiled: bool = False) -> Trainer:
+    """A fresh trainer at the profile's sizes; `precision` overrides the profile's (before the device decides),
+    `compiled` sets the profile's `compile`."""
     arch = getattr(load_profile(profile_name).nmt, architecture)
     training = dataclasses.replace(arch.training, precision=precision) if precision else arch.training
+    if compiled:
+        training = dataclasses.replace(training, compile=True)
     src_vocab, tgt_vocab = limit_vocabulary(src_vocab, arch.vocab_size), limit_vocabulary(tgt_vocab, arch.vocab_size)
     config = model_config(architecture, arch, src_vocab, tgt_vocab)
     resolved = training_precision(training.precision, torch.device(device))
@@ -128,7 +127,7 @@ def worker(args: argparse.Namespace) -> dict:
     data, src_vocab, tgt_vocab, _ = load_data(args)
     with tempfile.TemporaryDirectory(prefix="nmt_train_bench-") as tmp:
         trainer = make_trainer(args.architectures, args.profile, data, src_vocab, tgt_vocab, args.seed, Path(tmp),
-                               args.device, args.precision)
+                               args.device, args.precision, args.compiled)
         trainer.model.train()
         step = stepper(trainer)
         result = {"parameters": trainer.model.num_parameters(), "precision": trainer.precision,
@@ -151,20 +150,26 @@ def worker(args: argparse.Namespace) -> dict:
             "mean_batch_sentences": statistics.mean(sentences), "mean_batch_target_tokens": tokens / args.updates}
 
 
-def spawn(args: argparse.Namespace, architecture: str, code_root: Path, precision: str = "",
-          loss_updates: int = 0) -> dict:
-    """A worker process of this script on `code_root`'s pipeline; its JSON result."""
+def spawn(args: argparse.Namespace, architecture: str, variant: Variant, loss_updates: int = 0) -> dict:
+    """A worker process of this script measuring `variant`; its JSON result."""
+    code_root, precision, compiled = variant
+    warmup = args.compile_warmup if compiled else args.warmup
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--code-root", str(code_root),
                    "--architectures", architecture, "--profile", args.profile, "--threads", str(args.threads),
-                   "--device", args.device, "--warmup", str(args.warmup), "--updates", str(args.updates),
+                   "--device", args.device, "--warmup", str(warmup), "--updates", str(args.updates),
                    "--work-dir", str(args.work_dir), "--task", args.task, "--lines", str(args.lines),
                    "--synthetic-vocab", str(args.synthetic_vocab), "--seed", str(args.seed),
                    "--loss-updates", str(loss_updates), "--worker-out", out.name]
         if precision:
             command += ["--precision", precision]
+        if compiled:
+            command.append("--compiled")
         subprocess.run(command, check=True, env={**os.environ, "TQDM_DISABLE": "1"})
         return json.loads(Path(out.name).read_text())
+
+
+Variant = tuple[Path, str, bool]  # code root, precision override ("" the profile's), trained through torch.compile
 
 
 def snapshot(ref: str, into: Path) -> Path:
@@ -188,17 +193,22 @@ def compare(args: argparse.Namespace) -> dict:
     from pipeline.nmt.precision import cpu_has_native_bf16
 
     with tempfile.TemporaryDirectory(prefix="nmt_train_baseline-") as tmp:
-        variants = {"current": (REPO, "")}
+        native_bf16 = args.device != "cpu" or cpu_has_native_bf16()
+        variants: dict[str, Variant] = {"current": (REPO, "", False)}
         if args.baseline:
-            variants = {f"baseline {args.baseline}": (snapshot(args.baseline, Path(tmp)), ""), **variants}
-        if args.device == "cpu" and cpu_has_native_bf16():
-            variants["current bf16"] = (REPO, "auto")
+            variants = {f"baseline {args.baseline}": (snapshot(args.baseline, Path(tmp)), "", False), **variants}
+        if args.device == "cpu" and native_bf16:
+            variants["current bf16"] = (REPO, "auto", False)
+        if args.compile:
+            variants["current compiled"] = (REPO, "", True)
+            if native_bf16:
+                variants["current bf16 compiled"] = (REPO, "auto", True)
         results = []
         for arch in args.architectures.split(","):
             runs: dict[str, list[dict]] = {name: [] for name in variants}
             for run in range(args.runs):
-                for name, (root, precision) in variants.items():
-                    runs[name].append(spawn(args, arch, root, precision))
+                for name, variant in variants.items():
+                    runs[name].append(spawn(args, arch, variant))
                     print(f"{arch} {name} run {run + 1}/{args.runs}: "
                           f"{runs[name][-1]['target_tokens_per_s']:.0f} target tokens/s", file=sys.stderr)
             entry = {"architecture": arch, "variants": {}}
@@ -217,8 +227,8 @@ def compare(args: argparse.Namespace) -> dict:
                     name: round(v["median_target_tokens_per_s"] / base, 3)
                     for name, v in entry["variants"].items() if not name.startswith("baseline")}
             if args.loss_updates:
-                curves = {name: spawn(args, arch, root, precision, args.loss_updates)["losses"]
-                          for name, (root, precision) in variants.items()}
+                curves = {name: spawn(args, arch, variant, args.loss_updates)["losses"]
+                          for name, variant in variants.items()}
                 windows = loss_windows(curves, args.loss_window)
                 names = list(curves)
                 entry["loss_curve"] = {"updates": args.loss_updates, "window": args.loss_window, "seed": args.seed,
@@ -335,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per variant (the median is reported)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed updates per run")
     parser.add_argument("--updates", type=int, default=15, help="timed updates per run")
+    parser.add_argument("--compile", action="store_true",
+                        help="also measure the current trainer through torch.compile (fp32; and bf16 where native)")
+    parser.add_argument("--compile-warmup", type=int, default=10,
+                        help="untimed updates per compiled run (compiling and the first recompiles)")
     parser.add_argument("--baseline", default="", metavar="REF",
                         help="also measure the trainer of this git commit, alternating with the current one")
     parser.add_argument("--loss-updates", type=int, default=0, metavar="N",
@@ -358,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-root", type=Path, default=REPO, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker:

@@ -57,14 +57,6 @@ EOLE_LOG = re.compile(r"Step (\d+)(?:/\s*\d+)?;.*?lr: +([0-9.e+-]+);.*?([0-9.]+)
 
 # -- data ----------------------------------------------------------------------------------------------------------
 
-def newest(pattern: str, root: Path) -> Path:
-    found = sorted(root.glob(pattern), key=lambda p: p.stat().st_mtime)
-    if not found:
-        raise SystemExit(f"no {pattern} under {root}: run the data stages first, e.g. `luigi --module tasks "
-                         f"BuildVocab ...` and `ApplyBPE ... --split SPLIT` for the profile and task")
-    return found[-1].parent
-
-
 @dataclasses.dataclass
 class TaskData:
     """The files of one task in a work folder that both toolkits read."""
@@ -79,21 +71,15 @@ class TaskData:
 
 
 def task_data(work_dir: Path, profile: str, task: str, split: str) -> TaskData:
+    from common import artifact
     from pipeline.config import load_task
 
     config = load_task(task)
     root = work_dir / profile / task
     return TaskData(config.source, config.target,
-                    newest(f"subwords/{config.splits.train}-*/signature.json", root),
-                    newest("vocab/vocab-*/signature.json", root),
-                    newest(f"subwords/{split}-*/signature.json", root),
-                    newest(f"tokenized/{split}-*/signature.json", root),
-                    newest("truecaser/truecaser-*/signature.json", root))
-
-
-def first_lines(path: Path, n: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for _, line in zip(range(n), f)]
+                    artifact(root, "subwords", config.splits.train), artifact(root, "vocab", "vocab"),
+                    artifact(root, "subwords", split), artifact(root, "tokenized", split),
+                    artifact(root, "truecaser", "truecaser"))
 
 
 # -- our trainer ---------------------------------------------------------------------------------------------------
@@ -366,6 +352,8 @@ def decode_eole(args: argparse.Namespace, model: str, sources: list[str], proces
 
 def evaluate(args: argparse.Namespace, data: TaskData, runs: dict[str, dict], out: Path) -> None:
     """Devtest BLEU of every kept checkpoint (beam --beam), written into its run's entry."""
+    from common import first_lines
+
     sources = first_lines(data.devtest / f"bpe.{data.source}.gz", args.eval_sentences)
     references = first_lines(data.references / f"raw.{data.target}.gz", args.eval_sentences)
     processor = postprocessor(data)

@@ -29,8 +29,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
-from peer_nmt import first_lines, newest  # noqa: E402
+from common import artifact, first_lines, machine  # noqa: E402
 from pipeline.config import DecodeProfile, load_profile, load_task  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
@@ -99,14 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     root = args.work_dir / args.profile / args.task
     tune = config.splits.tune
     decode = load_profile(args.profile).decode
-    sources = first_lines(newest(f"subwords/{tune}-*/signature.json", root) / f"bpe.{config.source}.gz",
-                          args.sentences)
-    references = first_lines(newest(f"tokenized/{tune}-*/signature.json", root) / f"raw.{config.target}.gz",
-                             args.sentences)
-    truecased = first_lines(newest(f"truecased/{tune}-*/signature.json", root) / f"words.{config.target}.gz",
-                            args.sentences)
-    truecaser = Truecaser.load(newest("truecaser/truecaser-*/signature.json", root)
-                               / f"truecase.{config.target}.json")
+    sources = first_lines(artifact(root, "subwords", tune) / f"bpe.{config.source}.gz", args.sentences)
+    references = first_lines(artifact(root, "tokenized", tune) / f"raw.{config.target}.gz", args.sentences)
+    truecased = first_lines(artifact(root, "truecased", tune) / f"words.{config.target}.gz", args.sentences)
+    truecaser = Truecaser.load(artifact(root, "truecaser", "truecaser") / f"truecase.{config.target}.json")
     processor = TextProcessor(tokenizer=get_tokenizer("moses", config.target, REPO / "cache" / "tokenizers"),
                               truecaser=truecaser, bpe=None)
     folder = checkpoint_folder(args)
