@@ -284,8 +284,9 @@ def test_a_linear_schedule_needs_max_updates_above_its_warm_up(tmp_path):
     folder = edit_config(tmp_path / "a", "profiles/medium.toml", schedule,
                          'lr_schedule = "linear"\nwarmup_updates = 800')
     assert config.load_profile("medium", folder).nmt.transformer.training.lr_schedule == "linear"
+    max_updates = config.load_profile("medium").nmt.transformer.training.max_updates
     folder = edit_config(tmp_path / "b", "profiles/medium.toml", schedule,
-                         'lr_schedule = "linear"\nwarmup_updates = 3500')
+                         f'lr_schedule = "linear"\nwarmup_updates = {max_updates}')
     with pytest.raises(ConfigError, match="'nmt.transformer.training.max_updates' must be above "
                                           "training.warmup_updates with lr_schedule 'linear'"):
         config.load_profile("medium", folder)
