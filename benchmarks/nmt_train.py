@@ -150,6 +150,9 @@ def worker(args: argparse.Namespace) -> dict:
             "mean_batch_sentences": statistics.mean(sentences), "mean_batch_target_tokens": tokens / args.updates}
 
 
+Variant = tuple[Path, str, bool]  # code root, precision override ("" the profile's), trained through torch.compile
+
+
 def spawn(args: argparse.Namespace, architecture: str, variant: Variant, loss_updates: int = 0) -> dict:
     """A worker process of this script measuring `variant`; its JSON result."""
     code_root, precision, compiled = variant
@@ -167,9 +170,6 @@ def spawn(args: argparse.Namespace, architecture: str, variant: Variant, loss_up
             command.append("--compiled")
         subprocess.run(command, check=True, env={**os.environ, "TQDM_DISABLE": "1"})
         return json.loads(Path(out.name).read_text())
-
-
-Variant = tuple[Path, str, bool]  # code root, precision override ("" the profile's), trained through torch.compile
 
 
 def snapshot(ref: str, into: Path) -> Path:
