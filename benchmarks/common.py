@@ -2,7 +2,7 @@
 they read."""
 from __future__ import annotations
 
-import gzip
+import itertools
 import os
 import platform
 from pathlib import Path
@@ -43,6 +43,7 @@ def artifact(root: Path, stage: str, label: str) -> Path:
 
 
 def first_lines(path: Path, n: int) -> list[str]:
-    """The first `n` lines of a gzipped text file, without their newlines."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for _, line in zip(range(n), f)]
+    """The first `n` lines of a (gzipped) text file, without their newlines."""
+    from pipeline.io import read_lines
+
+    return list(itertools.islice(read_lines(path), n))
