@@ -22,6 +22,9 @@ Two phases:
   before it, every --eole-save-steps) decodes the devtest split with beam --beam, cased BLEU with sacrebleu after
   the same post-processing (BPE merge, detruecasing, detokenization) for both.
 
+The report records the machine each phase ran on (`machines`; with --previous, an earlier run's phases keep
+theirs).
+
 The peer is installed on first use into a virtual environment of its own (--peer-venv; not a project dependency):
 torch pinned to this one's version, eole 0.6.4 and aiohttp (its CLI needs it and does not declare it).
 
@@ -373,6 +376,14 @@ def median(values: list) -> float | None:
     return round(statistics.median(values), 1) if values else None
 
 
+def kept_phases(previous: dict, here: dict) -> dict:
+    """An earlier report to add phases to: `machine` becomes this run's, and `machines` keeps, per phase, the
+    machine each earlier phase ran on (a report from before `machines` ran all its phases on its `machine`)."""
+    ran = previous.get("machines") or {phase: previous["machine"] for phase in ("speed", "quality")
+                                       if phase in previous}
+    return {**previous, "machine": here, "machines": dict(ran)}
+
+
 def main(args: argparse.Namespace) -> dict:
     from common import machine
     from pipeline.io import write_json
@@ -381,14 +392,17 @@ def main(args: argparse.Namespace) -> dict:
     out = args.run_dir
     out.mkdir(parents=True, exist_ok=True)
     ensure_peer(args.peer_venv)
-    report: dict = {"benchmark": "peer_nmt", "machine": machine(args.threads), "profile": args.profile,
+    here = machine(args.threads)
+    report: dict = {"benchmark": "peer_nmt", "machine": here, "machines": {}, "profile": args.profile,
                     "task": args.task, "devtest": args.split, "eval_sentences": args.eval_sentences,
                     "beam": args.beam, "settings": dataclasses.asdict(training_settings(args.profile)[1]),
                     "speed_runs": {"ours": [], "eole": []}}
     if args.previous and args.previous.exists():
-        report = {**json.loads(args.previous.read_text()), **{k: report[k] for k in ("machine",)}}
+        report = kept_phases(json.loads(args.previous.read_text()), here)
     runners = {"ours": run_ours, "eole": run_eole}
     if "speed" in args.phases:
+        report["machines"]["speed"] = here
+        report["speed_runs"] = {"ours": [], "eole": []}
         for i in range(args.speed_runs):
             for name, runner in runners.items():
                 run = runner(args, data, out / f"speed-{name}-{i}", [args.speed_minutes])
@@ -398,6 +412,7 @@ def main(args: argparse.Namespace) -> dict:
         report["speed"] = {name: median([r["steady_target_tokens_per_s"] for r in runs])
                            for name, runs in report["speed_runs"].items()}
     if "quality" in args.phases:
+        report["machines"]["quality"] = here
         runs = {name: runner(args, data, out / f"quality-{name}", sorted(args.minutes))
                 for name, runner in runners.items()}
         evaluate(args, data, runs, out)
@@ -435,7 +450,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run-dir", type=Path, default=REPO / "work" / "peer_nmt")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "peer_nmt.json")
     parser.add_argument("--previous", type=Path, default=None,
-                        help="a report of an earlier run whose phases this one keeps (e.g. speed, then quality)")
+                        help="a report of an earlier run whose phases this one keeps (e.g. speed, then quality); "
+                             "a phase run again replaces the earlier one")
     # a worker process (run_ours)
     parser.add_argument("--worker-ours", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", help=argparse.SUPPRESS)
