@@ -32,8 +32,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see beam_speed.py
 
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
-from pbmt_decode import REPO, artifact_arguments  # noqa: E402
+from common import REPO, artifact_arguments, machine  # noqa: E402
 from lattices.acceptor import build_acceptor_shard, load_acceptors  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from beam_speed import REPO, load, log, sources  # noqa: E402
-from common import machine  # noqa: E402
+from common import REPO, load_model, log, machine, source_ids  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
@@ -354,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse(argv)
     torch.set_num_threads(args.threads)
-    model, vocab, model_info = load(args)
-    ids, _, info = sources(args, vocab, args.sentences)
+    model, vocab, model_info = load_model(args)
+    ids, _, info = source_ids(args, vocab, args.sentences)
     summary = {"benchmark": "batch_invariance", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "machine": machine(args.threads), "model": model_info, "data": info, "beam": args.beam,
                "threads": args.threads, "refill": args.refill, "fixed_rows": args.fixed_rows}

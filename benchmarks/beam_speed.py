@@ -22,70 +22,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 # On a shared machine, OpenMP threads that spin while waiting for a descheduled partner make 2-thread runs of small
 # operations 10-20x slower; passive waiting keeps the measurements meaningful (set before torch starts OpenMP).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
+from common import REPO, load_model, log, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
-from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
-from pipeline.decode.translate import load_models  # noqa: E402
 from pipeline.decode.speed import plot_speed, speed_vs_batch, speed_vs_beam, streaming_vs_batching  # noqa: E402
 from pipeline.decode.unbatched import unbatched_decode  # noqa: E402
-from pipeline.io import read_lines  # noqa: E402
-from pipeline.nmt.interface import Ensemble  # noqa: E402
-from pipeline.nmt.models import build_model, model_config  # noqa: E402
-from pipeline.text.bpe import merge_bpe  # noqa: E402
-from pipeline.vocab import Vocabulary  # noqa: E402
-
-
-def load(args) -> tuple[Ensemble, Vocabulary, dict]:
-    """The model (an Ensemble), its source vocabulary and a description."""
-    if args.model:
-        loaded = load_models(args.model, args.device)
-        members = loaded.ensemble.models
-        return loaded.ensemble, loaded.src_vocab, {
-            "kind": "trained", "files": [str(p) for p in loaded.members],
-            "architectures": [m.config.architecture for m in members],
-            "parameters": sum(m.num_parameters() for m in members), "vocab_sizes": [len(loaded.src_vocab),
-                                                                                     len(loaded.tgt_vocab)]}
-    words = [f"w{i}" for i in range(args.random_vocab - 4)]
-    vocab = Vocabulary.build([words])
-    profile = load_profile(args.profile)
-    torch.manual_seed(1)
-    model = build_model(model_config(args.architecture, getattr(profile.nmt, args.architecture), vocab, vocab))
-    model = model.to(args.device).eval()
-    return Ensemble([model]), vocab, {"kind": f"random weights at the {args.profile} profile's sizes",
-                                      "architectures": [args.architecture], "parameters": model.num_parameters(),
-                                      "vocab_sizes": [len(vocab), len(vocab)]}
-
-
-def sources(args, vocab: Vocabulary, count: int) -> tuple[list[list[int]], list[int], dict]:
-    """`count` sources (ids + EOS) and their word counts: the first lines of --source, or synthetic ones."""
-    if args.source:
-        lines = [line.split() for _, line in zip(range(count), read_lines(Path(args.source))) if line.strip()]
-        info = {"kind": "real", "file": str(args.source)}
-    else:
-        rng = random.Random(0)
-        tokens = list(vocab.tokens[4:])
-        lines = [rng.choices(tokens, k=min(60, max(3, int(rng.lognormvariate(3.1, 0.5))))) for _ in range(count)]
-        info = {"kind": "synthetic"}
-    ids = [vocab.encode(line) + [vocab.eos_id] for line in lines]
-    return ids, [len(merge_bpe(line)) for line in lines], {**info, "sentences": len(ids),
-                                                           "source_words": sum(len(merge_bpe(x)) for x in lines)}
-
-
-def log(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 def plot(summary: dict, out: Path) -> list[Path]:
@@ -121,28 +71,28 @@ def main(argv: list[str] | None = None) -> int:
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
 
     torch.set_num_threads(args.threads)
-    model, vocab, model_info = load(args)
+    model, vocab, model_info = load_model(args)
     summary = {"benchmark": "beam_speed", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "machine": machine(args.threads, args.device), "model": model_info, "runs": args.runs,
                "max_length": {"a": args.max_length_a, "b": args.max_length_b}, "sentence_beam": args.sentence_beam}
     figures = set(args.figures.split(","))
     max_length = (args.max_length_a, args.max_length_b)
     with torch.inference_mode():
-        warm, _, _ = sources(args, vocab, 4)  # first calls allocate and load kernels: not timed
+        warm, _, _ = source_ids(args, vocab, 4)  # first calls allocate and load kernels: not timed
         decode_sources(model, warm, SearchSettings(beam=4), batch_sentences=4)
         unbatched_decode(model, warm[:1], SearchSettings(beam=2))
         if "a" in figures:
-            ids, words, info = sources(args, vocab, args.sentences_a)
+            ids, words, info = source_ids(args, vocab, args.sentences_a)
             summary["data_a"] = {**info, "batch_sentences": 1}
             summary["figure_a"] = speed_vs_beam(model, ids, words, args.beams, args.runs, max_length,
                                                 log=log)
         if "b" in figures:
-            ids, words, info = sources(args, vocab, args.sentences_b)
+            ids, words, info = source_ids(args, vocab, args.sentences_b)
             summary["data_b"] = info
             summary["figure_b"] = speed_vs_batch(model, ids, words, args.batch_sizes, args.sentence_beam,
                                                  args.runs, max_length, log)
         if "c" in figures:
-            ids, words, info = sources(args, vocab, args.sentences_b)
+            ids, words, info = source_ids(args, vocab, args.sentences_b)
             summary["data_c"] = info
             summary["figure_c"] = streaming_vs_batching(model, ids, words, args.stream_pool, args.sentence_beam,
                                                         args.refill, args.runs, max_length, log)

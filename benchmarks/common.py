@@ -1,13 +1,23 @@
-"""What benchmarks share: the machine they ran on (reported beside every number), and the artifacts of a work folder
-they read."""
+"""What the benchmarks share, and the only module they import from one another: the machine they ran on (reported
+beside every number), the artifacts of a work folder they read, the model and sources of the decoding benchmarks,
+where the PBMT's inputs are, and output statistics."""
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 import platform
+import random
+import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import torch
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 
 def machine(threads: int, device: str = "cpu") -> dict:
@@ -47,3 +57,152 @@ def first_lines(path: Path, n: int) -> list[str]:
     from pipeline.io import read_lines
 
     return list(itertools.islice(read_lines(path), n))
+
+
+# -- decoding benchmarks: a model and its sources ---------------------------------------------------------------------
+
+def log(line: str) -> None:
+    """A progress line on stderr (stdout holds the tables)."""
+    print(line, file=sys.stderr)
+
+
+def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict]:
+    """The model (an Ensemble), its source vocabulary and a description: the checkpoints of `args.model`, else random
+    weights at `args.profile`'s sizes of `args.architecture` over `args.random_vocab` synthetic words."""
+    from pipeline.config import load_profile
+    from pipeline.decode.translate import load_models
+    from pipeline.nmt.interface import Ensemble
+    from pipeline.nmt.models import build_model, model_config
+    from pipeline.vocab import Vocabulary
+
+    if args.model:
+        loaded = load_models(args.model, args.device)
+        members = loaded.ensemble.models
+        return loaded.ensemble, loaded.src_vocab, {
+            "kind": "trained", "files": [str(p) for p in loaded.members],
+            "architectures": [m.config.architecture for m in members],
+            "parameters": sum(m.num_parameters() for m in members), "vocab_sizes": [len(loaded.src_vocab),
+                                                                                     len(loaded.tgt_vocab)]}
+    words = [f"w{i}" for i in range(args.random_vocab - 4)]
+    vocab = Vocabulary.build([words])
+    profile = load_profile(args.profile)
+    torch.manual_seed(1)
+    model = build_model(model_config(args.architecture, getattr(profile.nmt, args.architecture), vocab, vocab))
+    model = model.to(args.device).eval()
+    return Ensemble([model]), vocab, {"kind": f"random weights at the {args.profile} profile's sizes",
+                                      "architectures": [args.architecture], "parameters": model.num_parameters(),
+                                      "vocab_sizes": [len(vocab), len(vocab)]}
+
+
+def source_ids(args: argparse.Namespace, vocab: Any, count: int) -> tuple[list[list[int]], list[int], dict]:
+    """`count` sources (ids + EOS) and their word counts: the first lines of `args.source` (BPE), or synthetic
+    ones."""
+    from pipeline.io import read_lines
+    from pipeline.text.bpe import merge_bpe
+
+    if args.source:
+        lines = [line.split() for _, line in zip(range(count), read_lines(Path(args.source))) if line.strip()]
+        info = {"kind": "real", "file": str(args.source)}
+    else:
+        rng = random.Random(0)
+        tokens = list(vocab.tokens[4:])
+        lines = [rng.choices(tokens, k=min(60, max(3, int(rng.lognormvariate(3.1, 0.5))))) for _ in range(count)]
+        info = {"kind": "synthetic"}
+    ids = [vocab.encode(line) + [vocab.eos_id] for line in lines]
+    return ids, [len(merge_bpe(line)) for line in lines], {**info, "sentences": len(ids),
+                                                           "source_words": sum(len(merge_bpe(x)) for x in lines)}
+
+
+# -- PBMT benchmarks: where the phrase-based system's artifacts are ---------------------------------------------------
+
+def artifact_arguments(p: argparse.ArgumentParser, task: str) -> None:
+    """--task, --profile, --work-dir, --config-dir: where a benchmark finds the pipeline's Luigi artifacts."""
+    from pipeline.config import CONFIG_DIR
+
+    p.add_argument("--task", default=task)
+    p.add_argument("--profile", default="small")
+    p.add_argument("--work-dir", type=Path, default=REPO / "work")
+    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
+
+
+def pbmt_inputs(args: argparse.Namespace) -> dict[str, Path | None]:
+    """Paths of the phrase table, LM, weights and source words: explicit ones (`args.table`, `args.lm`,
+    `args.weights`, `args.input`), else the profile's Luigi artifacts (built first with `args.build`)."""
+    if args.table and args.lm and args.input:
+        return {"table": args.table, "lm": args.lm, "weights": args.weights, "input": args.input}
+    import luigi
+
+    from tasks.data import TruecaseSplit
+    from tasks.lm import TrainLM
+    from tasks.smt import TABLE_FAST, BuildPhraseTable, TunePBMT
+
+    where = {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
+             "config_dir": str(args.config_dir)}
+    table, lm, tune = BuildPhraseTable(**where), TrainLM(**where), TunePBMT(**where)
+    split = args.split or table.config.splits.tune
+    words = TruecaseSplit(split=split, **where)
+    needed = [table, lm, words] + ([tune] if args.build_weights else [])
+    if args.build and not all(t.complete() for t in needed):
+        luigi.build(needed, local_scheduler=True, log_level="WARNING")
+    missing = [str(t) for t in needed if not t.complete()]
+    if missing:
+        raise SystemExit(f"not built yet: {', '.join(missing)} (pass --build, or explicit paths)")
+    return {"table": args.table or table.artifact_dir() / TABLE_FAST, "lm": args.lm or lm.artifact_dir() / "lm.bin",
+            "weights": args.weights or (tune.artifact_dir() / "weights.json" if tune.complete() else None),
+            "input": args.input or words.artifact_dir() / f"words.{table.config.source}.gz"}
+
+
+def redecode_seconds(folder: Path, indices: list[int], work_dir: Path) -> float:
+    """Wall seconds to decode again, in this process, the sentences `indices` of the split whose lattices are in
+    `folder` (a DecodePBMT artifact): same phrase table, LM, MERT weights and decoder settings as that run (its
+    signature.json), writing lattices and n-best lists as it did, to a temporary folder. Loading is not timed."""
+    import json
+    import tempfile
+    import time
+
+    import kenlm
+
+    from pipeline.config import load_task
+    from pipeline.io import read_lines
+    from pipeline.smt.decoder import Decoder, DecoderSettings
+    from pipeline.smt.parallel import Job, decode_all
+    from pipeline.smt.phrase_table import FastPhraseTable
+    from pipeline.smt.weights import load_weights
+
+    params = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["params"]
+    inputs = {Path(p).parts[2]: work_dir / p for p in params["inputs"]}  # <profile>/<task>/<stage>/<name>
+    source = load_task(params["task"]).source
+    words = [line.split() for line in read_lines(inputs["truecased"] / f"words.{source}.gz")]
+    sentences = [words[i] for i in indices]
+    table = FastPhraseTable.load(inputs["phrases"] / "phrase-table.npz").filter(sentences)
+    decoder = Decoder(table, kenlm.Model(str(inputs["lm"] / "lm.bin")),
+                      load_weights(inputs["mert"] / "weights.json").weights, DecoderSettings(**params["decoder"]))
+    with tempfile.TemporaryDirectory(prefix="pbmt-redecode-") as tmp:
+        started = time.perf_counter()
+        decode_all(Job(decoder, sentences, nbest=params["nbest"], lattice_dir=Path(tmp) / "lattices"), 1,
+                   desc="pbmt (side by side)")
+        return time.perf_counter() - started
+
+
+# -- output statistics ------------------------------------------------------------------------------------------------
+
+def repeated_4grams(lines: list[str]) -> tuple[int, int]:
+    """(4-grams that repeat one earlier in the same line, all 4-grams) over the tokenized lines."""
+    repeats = total = 0
+    for line in lines:
+        words = line.split()
+        grams = Counter(tuple(words[i:i + 4]) for i in range(len(words) - 3))
+        total += sum(grams.values())
+        repeats += sum(c - 1 for c in grams.values())
+    return repeats, total
+
+
+def output_scores(hypotheses: list[str], references: list[str], lang: str) -> dict:
+    """Cased BLEU, its 1-gram precision, the length ratio and the repeated 4-grams of detokenized outputs."""
+    from pipeline.evaluation.bleu import corpus_bleu
+
+    bleu = corpus_bleu(hypotheses, references, lang)
+    repeats, total = repeated_4grams(hypotheses)
+    return {"bleu": round(bleu.score, 2), "precision_1": round(bleu.precisions[0], 1),
+            "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 2), "repeated_4grams": repeats,
+            "4grams": total, "repeated_share": round(repeats / total, 3) if total else 0.0}

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from beam_speed import REPO, load, sources  # noqa: E402
-from common import machine  # noqa: E402
+from common import REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(random_vocab=0, architecture="gru", profile="small")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    ensemble, vocab, model_info = load(args)
-    ids, words, info = sources(args, vocab, args.sentences)
+    ensemble, vocab, model_info = load_model(args)
+    ids, words, info = source_ids(args, vocab, args.sentences)
     settings = SearchSettings(beam=args.beam)
     is_gru = all(m.config.architecture == "gru" for m in ensemble.models)
     configurations = [("baseline", CpuSpeedups(), args.threads), ("int8", CpuSpeedups(int8=True), args.threads)]

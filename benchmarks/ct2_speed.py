@@ -16,7 +16,7 @@ caches that beam reorders never copy) are on in every profile; --no-early-exit /
 Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
-OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (beam_speed.py), which keeps a shared machine's figures
+OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (as in beam_speed.py), which keeps a shared machine's figures
 meaningful but slows both runtimes' many small parallel regions, CTranslate2's most. On a quiet machine, also run
 with OMP_WAIT_POLICY=ACTIVE (docs/measurements.md reports both).
 
@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from beam_speed import REPO, load, sources  # noqa: E402
-from common import machine  # noqa: E402
+from common import REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
@@ -45,7 +45,7 @@ from pipeline.nmt.export_ct2 import export_model  # noqa: E402
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
 
-import torch  # noqa: E402  (after beam_speed, which sets OMP_WAIT_POLICY for both decoders)
+import torch  # noqa: E402  (after OMP_WAIT_POLICY is set, for both decoders)
 
 
 def target_vocabulary(model, args) -> Vocabulary:
@@ -83,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     args.early_exit = decode.early_exit if args.early_exit is None else args.early_exit
 
     torch.set_num_threads(args.threads)
-    ensemble, src_vocab, model_info = load(args)
+    ensemble, src_vocab, model_info = load_model(args)
     model = ensemble.models[0]
     if model.config.architecture != "transformer":
         raise SystemExit("ct2_speed.py compares Transformers only")
     tgt_vocab = target_vocabulary(model, args)
-    ids, words, data = sources(args, src_vocab, args.sentences)
+    ids, words, data = source_ids(args, src_vocab, args.sentences)
     limits = max_output_lengths(torch.tensor([len(s) for s in ids]), args.max_length_a, args.max_length_b).tolist()
     batches = []  # (our source ids, CTranslate2's source tokens, the batch's length limit)
     for batch in make_batches([len(s) for s in ids], args.batch_sentences, sort=True):

@@ -13,41 +13,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import machine  # noqa: E402
+from common import machine, output_scores  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore  # noqa: E402
 from pipeline import config as configs  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
-from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402
-
-
-def repeated_4grams(lines: list[str]) -> tuple[int, int]:
-    """(4-grams that repeat one earlier in the same line, all 4-grams) over the tokenized lines."""
-    repeats = total = 0
-    for line in lines:
-        words = line.split()
-        grams = Counter(tuple(words[i:i + 4]) for i in range(len(words) - 3))
-        total += sum(grams.values())
-        repeats += sum(c - 1 for c in grams.values())
-    return repeats, total
-
-
-def scores(hypotheses: list[str], references: list[str], lang: str) -> dict:
-    bleu = corpus_bleu(hypotheses, references, lang)
-    repeats, total = repeated_4grams(hypotheses)
-    return {"bleu": round(bleu.score, 2), "precision_1": round(bleu.precisions[0], 1),
-            "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 2), "repeated_4grams": repeats,
-            "4grams": total, "repeated_share": round(repeats / total, 3) if total else 0.0}
 
 
 def only(folder: Path, pattern: str) -> Path:
@@ -84,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     processor = TextProcessor(tokenizer=get_tokenizer(task.languages[tgt].tokenizer, tgt), truecaser=truecaser,
                               bpe=None)
     pbmt = list(read_lines(only(work / "pbmt", f"{args.split}-*/translation.{tgt}")))
-    rows = [{"system": "PBMT 1-best", **scores(pbmt, references, tgt)}]
+    rows = [{"system": "PBMT 1-best", **output_scores(pbmt, references, tgt)}]
     print(f"{'system':>12} {'lambda':>7} {'gains':>9} {'BLEU':>6} {'P1':>5} {'len':>5} {'repeated 4-grams':>18}")
     print(f"{'PBMT':>12} {'':>7} {'':>9} {rows[0]['bleu']:6.2f} {rows[0]['precision_1']:5.1f} "
           f"{rows[0]['length_ratio']:5.2f} {rows[0]['repeated_4grams']:>8} of {rows[0]['4grams']}")
@@ -96,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                                         gains=gains)
             out = translate_lines(lines, models, settings, processor, source=None, batch_sentences=8,
                                   hook_factory=factory)
-            row = {"system": args.system, "lambda": lam, "gains": gains, **scores(out.text, references, tgt),
+            row = {"system": args.system, "lambda": lam, "gains": gains, **output_scores(out.text, references, tgt),
                    "seconds": round(time.perf_counter() - started, 1)}
             rows.append(row)
             print(f"{args.system:>12} {lam:7g} {gains:>9} {row['bleu']:6.2f} {row['precision_1']:5.1f} "

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from beam_speed import REPO, load, sources  # noqa: E402
-from common import machine  # noqa: E402
+from common import REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import QueryCounter, timed  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    model, vocab, model_info = load(args)
+    model, vocab, model_info = load_model(args)
     args.source = str(args.source)
-    ids, words, info = sources(args, vocab, args.sentences)
+    ids, words, info = source_ids(args, vocab, args.sentences)
     theta = Theta.from_precisions([float(x) for x in args.precisions.split(",")], args.theta_convention)
     paths = lattice_paths(args.lattices)[: len(ids)]
     with tempfile.TemporaryDirectory() as tmp:

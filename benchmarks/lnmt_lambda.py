@@ -27,8 +27,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
-from lmbr_gains import repeated_4grams  # noqa: E402
+from common import machine, repeated_4grams  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
@@ -37,7 +36,7 @@ from pipeline.io import read_json, read_lines, write_json  # noqa: E402
 from pipeline.text import TextProcessor, get_tokenizer  # noqa: E402
 from tasks.data import TokenizeSplit, load_truecaser  # noqa: E402
 from tasks.decode import DecodeLNMT, DecodeLTNMT  # noqa: E402
-from tasks.lattices import word_restorer  # noqa: E402
+from tasks.lmatrix import word_restorer  # noqa: E402
 from tasks.mbr import DecodeLatticeMBR  # noqa: E402
 
 

@@ -22,8 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import machine  # noqa: E402
-from lmbr_gains import repeated_4grams, scores  # noqa: E402
+from common import machine, output_scores, repeated_4grams  # noqa: E402
 from pipeline.evaluation.bleu import bleu_tokenizer  # noqa: E402
 from pipeline.evaluation.significance import chrf2  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
@@ -72,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             if not path.exists():
                 continue
             hypotheses = list(read_lines(path))
-            row = {"task": task, "system": system, "split": split, **scores(hypotheses, references, target),
+            row = {"task": task, "system": system, "split": split, **output_scores(hypotheses, references, target),
                    "chrf2": round(chrf2(hypotheses, references), 2)}
             # repeated 4-grams over BLEU's own tokens (Japanese has no spaces); BLEU's tokenizer splits "<unk>" into
             # "< unk >", so a chain of <unk> (one per untranslated source piece) counts as a loop there: the second

@@ -21,76 +21,18 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kenlm  # noqa: E402
 
+from common import REPO, artifact_arguments, pbmt_inputs  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
-from pipeline.config import CONFIG_DIR  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.smt.decoder import Decoder, DecoderSettings  # noqa: E402
 from pipeline.smt.features import Weights  # noqa: E402
 from pipeline.smt.parallel import Job, decode_all  # noqa: E402
 from pipeline.smt.phrase_table import FastPhraseTable  # noqa: E402
 from pipeline.smt.weights import load_weights  # noqa: E402
-
-
-def artifact_arguments(p: argparse.ArgumentParser, task: str) -> None:
-    """--task, --profile, --work-dir, --config-dir: where a benchmark finds the pipeline's Luigi artifacts."""
-    p.add_argument("--task", default=task)
-    p.add_argument("--profile", default="small")
-    p.add_argument("--work-dir", type=Path, default=REPO / "work")
-    p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
-
-
-def locate(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Paths of the table, LM, weights and source words: explicit ones, else the profile's Luigi artifacts."""
-    if args.table and args.lm and args.input:
-        return {"table": args.table, "lm": args.lm, "weights": args.weights, "input": args.input}
-    import luigi
-
-    from tasks.data import TruecaseSplit
-    from tasks.lm import TrainLM
-    from tasks.smt import TABLE_FAST, BuildPhraseTable, TunePBMT
-
-    common = {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
-              "config_dir": str(args.config_dir)}
-    table, lm, tune = BuildPhraseTable(**common), TrainLM(**common), TunePBMT(**common)
-    split = args.split or table.config.splits.tune
-    words = TruecaseSplit(split=split, **common)
-    needed = [table, lm, words] + ([tune] if args.build_weights else [])
-    if args.build and not all(t.complete() for t in needed):
-        luigi.build(needed, local_scheduler=True, log_level="WARNING")
-    missing = [str(t) for t in needed if not t.complete()]
-    if missing:
-        raise SystemExit(f"not built yet: {', '.join(missing)} (pass --build, or explicit paths)")
-    return {"table": args.table or table.artifact_dir() / TABLE_FAST, "lm": args.lm or lm.artifact_dir() / "lm.bin",
-            "weights": args.weights or (tune.artifact_dir() / "weights.json" if tune.complete() else None),
-            "input": args.input or words.artifact_dir() / f"words.{table.config.source}.gz"}
-
-
-def redecode_seconds(folder: Path, indices: list[int], work_dir: Path) -> float:
-    """Wall seconds to decode again, in this process, the sentences `indices` of the split whose lattices are in
-    `folder` (a DecodePBMT artifact): same phrase table, LM, MERT weights and decoder settings as that run (its
-    signature.json), writing lattices and n-best lists as it did, to a temporary folder. Loading is not timed."""
-    import json
-
-    from pipeline.config import load_task
-
-    params = json.loads((folder / "signature.json").read_text(encoding="utf-8"))["params"]
-    inputs = {Path(p).parts[2]: work_dir / p for p in params["inputs"]}  # <profile>/<task>/<stage>/<name>
-    source = load_task(params["task"]).source
-    words = [line.split() for line in read_lines(inputs["truecased"] / f"words.{source}.gz")]
-    sentences = [words[i] for i in indices]
-    table = FastPhraseTable.load(inputs["phrases"] / "phrase-table.npz").filter(sentences)
-    decoder = Decoder(table, kenlm.Model(str(inputs["lm"] / "lm.bin")),
-                      load_weights(inputs["mert"] / "weights.json").weights, DecoderSettings(**params["decoder"]))
-    with tempfile.TemporaryDirectory(prefix="pbmt-redecode-") as tmp:
-        started = time.perf_counter()
-        decode_all(Job(decoder, sentences, nbest=params["nbest"], lattice_dir=Path(tmp) / "lattices"), 1,
-                   desc="pbmt (side by side)")
-        return time.perf_counter() - started
 
 
 def timed_decode(decoder: Decoder, sentences: list[list[str]], args: argparse.Namespace, lattices: bool,
@@ -138,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.config import load_profile
 
     pbmt = load_profile(args.profile, args.config_dir).pbmt
-    paths = locate(args)
+    paths = pbmt_inputs(args)
     sentences = [line.split() for line in read_lines(paths["input"])]
     sentences = sentences[:args.sentences] if args.sentences > 0 else sentences
     words = sum(map(len, sentences))

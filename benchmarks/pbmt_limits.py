@@ -26,8 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kenlm  # noqa: E402
 import sacrebleu  # noqa: E402
 
-from common import machine  # noqa: E402
-from pbmt_decode import REPO, artifact_arguments, locate  # noqa: E402
+from common import REPO, artifact_arguments, machine, pbmt_inputs  # noqa: E402
 from pipeline.config import load_profile, load_task  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.smt.decoder import Decoder, DecoderSettings  # noqa: E402
@@ -71,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
     profile = load_profile(args.profile, args.config_dir)
     config = profile.pbmt
-    paths = locate(args)
+    paths = pbmt_inputs(args)
     target = load_task(args.task, args.config_dir).target
     window = slice(args.skip, args.skip + args.sentences)
     sentences = [line.split() for line in read_lines(paths["input"])][window]

@@ -18,11 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchmarks.common import machine  # noqa: E402
-from benchmarks.pbmt_decode import artifact_arguments  # noqa: E402
+from common import REPO, artifact_arguments, machine  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 
 # Run in a child process with the checkout to measure first on sys.path; argv: checkout, words, links, source,

@@ -38,12 +38,11 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.pbmt_decode import redecode_seconds  # noqa: E402
+from common import REPO, redecode_seconds  # noqa: E402
 from lattices.evidence import DEFAULT_MAX_STATES  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402

@@ -26,8 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from common import machine  # noqa: E402
-from lmbr_gains import scores  # noqa: E402
+from common import machine, output_scores  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.hooks import chain_factories, token_mask_factory  # noqa: E402
 from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
@@ -40,7 +39,7 @@ from pipeline.vocab import UNK  # noqa: E402
 
 
 def describe(texts: list[str], references: list[str], lang: str, seconds: float) -> dict:
-    return {**scores(texts, references, lang), "chrf2": round(chrf2(texts, references), 2),
+    return {**output_scores(texts, references, lang), "chrf2": round(chrf2(texts, references), 2),
             "unk_lines": sum(UNK in t for t in texts), "seconds": round(seconds, 1)}
 
 
