@@ -8,7 +8,7 @@ BLEU is on the tokenized, truecased words against the tuning references (sacrebl
 between limits, not the cased detokenized BLEU of the tables. The suggested limits are the fastest whose BLEU is
 within ``--tolerance`` of the profile's own limits.
 
-    .venv/bin/python benchmarks/pbmt_limits.py --task eng-ger --work-dir work --stacks 50,20,10,5 \\
+    .venv/bin/python benchmarks/experiments/pbmt_limits.py --task eng-ger --work-dir work --stacks 50,20,10,5 \\
         --distortions 6,4,3 --options 20,10,5
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import kenlm  # noqa: E402
 import sacrebleu  # noqa: E402

@@ -7,7 +7,7 @@ search itself would give the string. A line of another output that scores higher
 error of the system: its search missed a string that its objective prefers. Prints, per other output, how many
 sentences it wins, the mean score difference, and each output's BLEU; writes JSON.
 
-    .venv/bin/python benchmarks/search_errors.py --profile small --task ger-eng --system LNMT \\
+    .venv/bin/python benchmarks/experiments/search_errors.py --profile small --task ger-eng --system LNMT \\
         LNMT=work/small/ger-eng/nmt-decode/LNMT-newstest2016-*/bpe.en MBR=work/small/ger-eng/lattice-mbr/MBR-*/bpe.en \\
         --out results/benchmarks/search_errors_small_ger-eng.json
 """
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 

@@ -6,7 +6,7 @@ output/reference length ratio and the share of repeated 4-grams in the output (a
 produced; the loops of a weak model exploiting per-step gains). This is the table of issue 17, measured on the
 split given: tune choices on the tuning split, report on devtest. Prints a table and writes JSON.
 
-    .venv/bin/python benchmarks/lmbr_gains.py --work work/tiny/ger-eng --split newstest2016 --task ger-eng
+    .venv/bin/python benchmarks/experiments/lmbr_gains.py --work work/tiny/ger-eng --split newstest2016 --task ger-eng
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 

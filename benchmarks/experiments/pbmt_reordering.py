@@ -10,7 +10,7 @@ It takes two DecodePBMT artifacts of the same split: ``--baseline`` (the profile
   and n-best lists as the stage does, alternately ``--runs`` times in ``--processes`` processes: the median words
   per minute of each, their ratio, and the lattice sizes.
 
-    .venv/bin/python benchmarks/pbmt_reordering.py --baseline work/small/eng-ger/pbmt/newstest2016-<hash> \\
+    .venv/bin/python benchmarks/experiments/pbmt_reordering.py --baseline work/small/eng-ger/pbmt/newstest2016-<hash> \\
         --reordering work/small/eng-ger/pbmt/newstest2016-<hash> --sentences 300 --runs 3 --stack-limit 200
 """
 from __future__ import annotations
@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import kenlm  # noqa: E402
 

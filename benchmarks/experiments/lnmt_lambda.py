@@ -11,7 +11,7 @@ TuneLMBR's choice for the tuned lambda; with `--point at-lambda` (the default), 
 best on the tuning set at the lambda and gain form given (among the points its race kept longest), so that every
 setting is still chosen on the tuning set, for the lambda measured.
 
-    .venv/bin/python benchmarks/lnmt_lambda.py --profile small --task ger-eng --lambda 0.001 \\
+    .venv/bin/python benchmarks/experiments/lnmt_lambda.py --profile small --task ger-eng --lambda 0.001 \\
         --out results/benchmarks/lnmt_lambda_small_ger-eng.json
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 

@@ -8,7 +8,7 @@ system's decoding task, its tuned lambda and theta), reads the built artifacts o
 Reports BLEU, chrF2, the output/reference length, repeated 4-grams, lines with ``<unk>``, and paired bootstrap of
 the masked system against the unmasked one; writes JSON.
 
-    .venv/bin/python benchmarks/unk_mask.py --task chi-eng --system LNMT --threads 1
+    .venv/bin/python benchmarks/experiments/unk_mask.py --task chi-eng --system LNMT --threads 1
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
