@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from lattices.lmatrix_shards import LMatrixStore
     from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid
     from pipeline.evaluation.bleu import corpus_bleu
-    from tasks.lattices import lmatrix_for
+    from tasks.lmatrix import lmatrix_for
     from tasks.mbr import TuneMBR
 
     common = {"task_name": args.task, "profile": args.profile, "work_dir": args.work_dir, "data_dir": "",

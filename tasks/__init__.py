@@ -10,5 +10,5 @@ from tasks.report import TaskReport  # noqa: F401
 from tasks.smt import AlignWords, BuildPhraseTable, DecodePBMT, TunePBMT  # noqa: F401
 from tasks.nmt import AverageCheckpoints, ExportCTranslate2, NMTSystem, ShrinkEnsemble, TrainNMT  # noqa: F401
 from tasks.decode import DecodeFNMT, DecodeLNMT, DecodeLTNMT, DecodeTNMT  # noqa: F401
-from tasks.lattices import BuildLMatrix  # noqa: F401
+from tasks.lmatrix import BuildLMatrix  # noqa: F401
 from tasks.speed import MeasureDecodingSpeed  # noqa: F401

@@ -58,7 +58,7 @@ class DecodeNMT(VariantTask):
         required = {"system": self.system_task(), "subwords": self.clone(ApplyBPE),
                     "truecaser": self.clone(TrainTruecaser)}
         if self.constrained:
-            from tasks.lattices import BuildAcceptors
+            from tasks.lmatrix import BuildAcceptors
 
             required["acceptors"] = self.clone(BuildAcceptors)
             if self.profile_config.lmbr.tune:
@@ -66,22 +66,22 @@ class DecodeNMT(VariantTask):
 
                 required["rescoring"] = self.clone(TuneRescoring, models=self.models, lmbr=self.lmbr)
         if self.lmbr:
-            from tasks.lattices import BuildLMatrix
+            from tasks.lmatrix import BuildLMatrix
 
             required["lmatrix"] = self.clone(BuildLMatrix)
             if not self.constrained:  # the words of <unk> outputs from the lattice
-                from tasks.lattices import restorer_inputs
+                from tasks.lmatrix import restorer_inputs
 
                 required["words"] = restorer_inputs(self)
             if self.anchoring():
-                from tasks.lattices import BuildAcceptors
+                from tasks.lmatrix import BuildAcceptors
                 from tasks.tuning import TuneSearch
 
                 required["acceptors"] = self.clone(BuildAcceptors)
                 if self.profile_config.lmbr.tune and len(self.profile_config.lmbr.search_forms()) > 1:
                     required["search"] = self.clone(TuneSearch, models=self.models)
             if self.profile_config.lmbr.tune:
-                from tasks.lattices import lmatrix_for
+                from tasks.lmatrix import lmatrix_for
                 from tasks.tuning import TuneLMBR, nbest_choices
 
                 required["tuning"] = self.clone(TuneLMBR, models=self.models)
@@ -291,7 +291,7 @@ class DecodeNMT(VariantTask):
             texts, restored = inputs["acceptors"].word_restorer().restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False))
         elif self.lmbr:  # the words L wrote as <unk>, from the lattice
-            from tasks.lattices import word_restorer
+            from tasks.lmatrix import word_restorer
 
             texts, restored = word_restorer(inputs["words"], target).restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False),

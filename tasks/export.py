@@ -21,7 +21,7 @@ from pipeline.deploy.system import KINDS
 from pipeline.nmt.system import system_members, write_system
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, LearnBPE, TrainTruecaser
-from tasks.lattices import evidence_nbest
+from tasks.lmatrix import evidence_nbest
 from tasks.smt import TABLE_FAST, BuildPhraseTable, DecodePBMT, TrainLM, TunePBMT, decoder_settings
 from tasks.systems import translation_task
 from tasks.variants import VariantTask

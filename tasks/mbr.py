@@ -28,7 +28,7 @@ from pipeline.text import TextProcessor, get_tokenizer
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import BuildAcceptors, BuildLMatrix, lmatrix_for
+from tasks.lmatrix import BuildAcceptors, BuildLMatrix, lmatrix_for
 from tasks.smt import DecodePBMT
 from tasks.variants import VariantTask
 

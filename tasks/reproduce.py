@@ -25,7 +25,7 @@ from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
-from tasks.schedule import prioritise, task_graph
+from tasks.worker_priority import prioritise, task_graph
 from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
 log = logging.getLogger("reproduce-table")
 

@@ -33,7 +33,7 @@ from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lattices import BuildAcceptors, lmatrix_for, restorer_inputs, word_restorer
+from tasks.lmatrix import BuildAcceptors, lmatrix_for, restorer_inputs, word_restorer
 from tasks.nmt import NMTSystem
 
 

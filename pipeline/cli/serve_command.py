@@ -1,4 +1,4 @@
-"""`lmbr serve --system DIR`: an exported system as an HTTP translation service (pipeline/deploy/server.py)."""
+"""`lmbr serve --system DIR`: an exported system as an HTTP translation service (pipeline/deploy/http_server.py)."""
 from __future__ import annotations
 
 import argparse
@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from pipeline.deploy.server import ServerLimits, create_app, run_server
-    from pipeline.deploy.service import DecodingService
+    from pipeline.deploy.http_server import ServerLimits, create_app, run_server
+    from pipeline.deploy.decoding_service import DecodingService
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 

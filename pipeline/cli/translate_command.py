@@ -139,7 +139,7 @@ def run_system(args: argparse.Namespace) -> int:
 
     from pipeline.deploy.system import load_system
     from pipeline.deploy.terms import Terminology
-    from pipeline.deploy.service import translate_in_processes
+    from pipeline.deploy.decoding_service import translate_in_processes
     from pipeline.deploy.translator import PREPARE_PHASES, Translator
     from pipeline.io import write_json, write_lines
 

@@ -121,7 +121,7 @@ class NmtTrainingProfile:
 
 #: Training precisions (pipeline/nmt/precision.py says what each becomes on a device).
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
-#: Learning-rate schedules: pipeline/nmt/schedule.py's SCHEDULES (named here so that config stays free of torch).
+#: Learning-rate schedules: pipeline/nmt/lr_schedule.py's SCHEDULES (named here so that config stays free of torch).
 LR_SCHEDULES = ("inverse_sqrt", "constant", "linear")
 
 

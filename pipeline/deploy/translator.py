@@ -5,7 +5,7 @@
         ...
     translator.timings                                 # seconds per phase, summed over the batches
 
-Two halves, so that a server can decode sentences of many requests together (pipeline/deploy/service.py):
+Two halves, so that a server can decode sentences of many requests together (pipeline/deploy/decoding_service.py):
 
     prepare(lines) -> [Prepared]    preprocess: normalise, tokenize, truecase, BPE
                                     pbmt: phrase-based decoding; lattices go to a temporary folder as DecodePBMT

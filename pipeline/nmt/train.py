@@ -44,7 +44,7 @@ from pipeline.nmt.loss import label_smoothed_loss
 from pipeline.nmt.metrics import MetricsLog
 from pipeline.nmt.models import ModelConfig, build_model
 from pipeline.nmt.precision import autocast, grad_scaler
-from pipeline.nmt.schedule import make_scheduler
+from pipeline.nmt.lr_schedule import make_scheduler
 from pipeline.vocab import Vocabulary
 
 _LOG = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from pipeline.decode.scores import max_output_lengths
 from pipeline.io import read_lines
 from pipeline.nmt.system import load_system
 from tasks.decode import DecodeLNMT
-from tasks.lattices import BuildAcceptors
+from tasks.lmatrix import BuildAcceptors
 from tasks.tuning import TuneLMBR, TuneSearch
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params

@@ -88,7 +88,7 @@ def test_an_anchored_lnmt_translates_raw_text_as_the_pipeline_did_and_serves_the
     lattice copy may decode in different batches (pool of 3) or processes, and the better answers, as offline."""
     from luigi.execution_summary import LuigiStatusCode
 
-    from pipeline.deploy.service import DecodingService
+    from pipeline.deploy.decoding_service import DecodingService
     from tasks.data import TokenizeSplit
     from tasks.export import ExportSystem
     from tests.conftest import write_deen_folder

@@ -14,7 +14,7 @@ from pipeline.io import read_lines
 from pipeline.vocab import Vocabulary
 from tasks import BuildLMatrix, BuildVocab
 from tasks.decode import DecodeFNMTLattice, DecodeLNMTLattice, DecodeTNMTLattice
-from tasks.lattices import BuildAcceptors
+from tasks.lmatrix import BuildAcceptors
 from tasks.mbr import DecodeLatticeMBR
 from tasks.smt import DecodePBMT
 from tasks.systems import comparisons, translation_task

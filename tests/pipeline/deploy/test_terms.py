@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pipeline.deploy.service import DecodingService
+from pipeline.deploy.decoding_service import DecodingService
 from pipeline.deploy.system import load_system
 from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Translator

@@ -13,7 +13,7 @@ work as they are.
     GET  /            a page to try it in a browser
 
 Each line of `q` is a sentence; a request's sentences join the running decoder batch of the other requests
-(pipeline/deploy/service.py), and the event loop only awaits their future. Answers: 400 for bad JSON, a missing or
+(pipeline/deploy/decoding_service.py), and the event loop only awaits their future. Answers: 400 for bad JSON, a missing or
 mistyped field or another language pair (the message names the field); 413 for a request over `max_chars` or
 `max_lines`; 503 with Retry-After while the queue is full or the server is shutting down.
 
@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from pipeline.deploy.service import Closed, DecodingService, Overloaded
+from pipeline.deploy.decoding_service import Closed, DecodingService, Overloaded
 from pipeline.deploy.terms import Terminology
 from pipeline.errors import DataError
 

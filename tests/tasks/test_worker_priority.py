@@ -5,7 +5,7 @@ import luigi
 import pytest
 
 from tasks import TaskReport
-from tasks.schedule import STAGE_MINUTES, prioritise, task_graph, upward_ranks
+from tasks.worker_priority import STAGE_MINUTES, prioritise, task_graph, upward_ranks
 from tests.tasks.helpers import build, shared_params
 
 

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from pipeline.nmt.schedule import lr_factor, make_scheduler
+from pipeline.nmt.lr_schedule import lr_factor, make_scheduler
 
 
 def test_inverse_sqrt_warms_up_linearly_then_decays():
@@ -44,5 +44,5 @@ def test_linear_decays_to_zero_at_the_last_update():
 
 def test_the_profiles_schedules_are_the_trainers():
     from pipeline.config.profile_settings import LR_SCHEDULES
-    from pipeline.nmt.schedule import SCHEDULES
+    from pipeline.nmt.lr_schedule import SCHEDULES
     assert LR_SCHEDULES == SCHEDULES

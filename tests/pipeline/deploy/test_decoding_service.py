@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pipeline.deploy.service import Closed, DecodingService, Overloaded
+from pipeline.deploy.decoding_service import Closed, DecodingService, Overloaded
 from pipeline.deploy.system import load_system
 from pipeline.deploy.translator import Translator
 
