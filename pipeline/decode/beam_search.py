@@ -55,7 +55,7 @@ from pipeline.decode.allocation import allocated_top_candidates, extra_candidate
 from pipeline.decode.finalize import BackoffStack, FinishedSet, Hypothesis, best_hypotheses
 from pipeline.decode.hooks import ScoreHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, slot_rows
-from pipeline.decode.topk import prune_below_threshold, top_candidates
+from pipeline.decode.topk import full_beam_candidates, prune_below_threshold, top_candidates
 from pipeline.nmt.interface import DecoderState, StepModel
 
 __all__ = ["BeamBatch", "SearchSettings", "beam_search"]
@@ -73,7 +73,11 @@ class SearchSettings:
     hook whose scores can rise (a headroom), a sentence also ends once patience x B hypotheses have finished
     (Kasai et al. 2022's patience factor; Algorithm 1's B finished is patience 1, the stop without a headroom);
     early_exit: without a headroom, also end a sentence once no live candidate can reach its n-th best finished
-    score (the same n-best, fewer steps; see the module docstring).
+    score (the same n-best, fewer steps; see the module docstring); full_beam: the EOS policy of Hugging Face's
+    `generate` and fairseq (topk.py): EOS among the top B candidates finish and the B best other candidates of the
+    top 2B live on, instead of the paper's beam that gives up the finished hypotheses' slots for one step; with it,
+    the n-best lists are `generate`'s (num_beams=B, length_penalty=0, early_stopping=True) whenever every hypothesis
+    ends before the length limit.
     """
 
     beam: int = 4
@@ -85,6 +89,7 @@ class SearchSettings:
     weight: float = 1.0
     patience: float = 1.0
     early_exit: bool = False
+    full_beam: bool = False
 
     def __post_init__(self) -> None:
         if self.beam < 1:
@@ -220,7 +225,12 @@ class BeamBatch:
         grid = candidate_grid(candidates, self.row_slot, active, beam)
         if allocation is not None:  # the constraint tokens join the top-B however low they score
             extras = extra_candidates(grid, self.row_slot, beam, vocab, allocation.extra)
-        top = top_candidates(prune_below_threshold(grid, settings.threshold), beam, vocab)  # [N, B] each
+        if settings.full_beam:  # live [N, B] without EOS, and the EOS candidates among the top B that end
+            if allocation is not None:
+                raise ValueError("full_beam does not combine with a hook that allocates the beam")
+            top, ending = full_beam_candidates(prune_below_threshold(grid, settings.threshold), beam, vocab, eos)
+        else:  # [N, B] each; the EOS among them end
+            top, ending = top_candidates(prune_below_threshold(grid, settings.threshold), beam, vocab), None
         full = candidates.shape[0] == active * beam                         # every slot has a row
         if full:                                                            # [N, B] live row of each slot
             slot_row = torch.arange(active * beam, device=device).view(active, beam)
@@ -229,17 +239,19 @@ class BeamBatch:
         if allocation is not None:
             top = allocated_top_candidates(top, top.origin * vocab + top.tokens, extras, slot_row, beam, vocab,
                                            allocation)
+        ending = top if ending is None else ending
         origin_row = slot_row.gather(1, top.origin)                         # [N, B] the row each candidate extends
         is_eos = top.tokens == eos
-        finishing = bool((is_eos | (top.scores == NEG_INF)).any())
+        ends = ending.alive & (ending.tokens == eos)                        # [N, B] the EOS candidates that finish
+        finishing = bool((is_eos | (top.scores == NEG_INF)).any()) or (ending is not top and bool(ends.any()))
         live = top.alive & ~is_eos if finishing else None                   # [N, B]; None: every candidate
         if finishing:
-            done_eos = top.alive & is_eos
+            done_eos = ends
             if bool(done_eos.any()):
                 where = done_eos.nonzero().tolist()
-                rows = origin_row[done_eos]
+                rows = (origin_row if ending is top else slot_row.gather(1, ending.origin))[done_eos]
                 prefixes = self.history.index_select(0, rows).tolist()
-                for (s, _), score, prefix in zip(where, top.scores[done_eos].tolist(), prefixes):
+                for (s, _), score, prefix in zip(where, ending.scores[done_eos].tolist(), prefixes):
                     self.finished[self.sentence[s]].add(score, tuple(prefix[self.start[s]:]))
                 self.count += done_eos.sum(dim=1)
                 if headroom is not None or settings.early_exit:

@@ -2,17 +2,23 @@
 
 Input: the candidate grid [N, B*V] of :func:`pipeline.decode.scores.candidate_grid`: entry (n, b*V + y) is the
 accumulated score of extending slot b of sentence n with token y (-inf: no such candidate).
+
+Two EOS policies (docs/algorithms.md, section 5). The paper's: the top B candidates, EOS among them finish and the others
+live on, so a step that finishes e hypotheses leaves B - e rows and the beam refills at the next step. The full beam
+(:func:`full_beam_candidates`; Hugging Face's `generate`, fairseq): the top 2B candidates, EOS among the first B
+ranks finish, and the B best candidates that are not EOS live on, so every step keeps B rows.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 from pipeline.decode.scores import NEG_INF
 
-__all__ = ["TopCandidates", "prune_below_threshold", "top_candidates"]
+__all__ = ["TopCandidates", "full_beam_candidates", "prune_below_threshold", "top_candidates"]
 
 
 def prune_below_threshold(grid: Tensor, threshold: float) -> Tensor:
@@ -45,3 +51,20 @@ def top_candidates(grid: Tensor, beam: int, vocab_size: int) -> TopCandidates:
     """Top-`beam` per row of grid [N, B*V], decomposed into origin slot (index // V) and token (index % V)."""
     scores, index = grid.topk(beam, dim=1)
     return TopCandidates(scores, index // vocab_size, index % vocab_size)
+
+
+def full_beam_candidates(grid: Tensor, beam: int, vocab_size: int, eos_id: int) -> tuple[TopCandidates, TopCandidates]:
+    """The full-beam policy over grid [N, B*V]: (live, ending), both [N, B], best first.
+
+    live: the B best candidates that are not EOS among the top 2B (-inf where fewer); ending: the top B candidates
+    with every one that is not EOS set to -inf (the EOS candidates that finish).
+    """
+    wide = top_candidates(grid, min(2 * beam, grid.shape[1]), vocab_size)                  # [N, 2B]
+    is_eos = wide.tokens == eos_id
+    ending = TopCandidates(wide.scores[:, :beam].masked_fill(~is_eos[:, :beam], NEG_INF), wide.origin[:, :beam],
+                           wide.tokens[:, :beam])
+    rank = is_eos.long() * wide.scores.shape[1] + torch.arange(wide.scores.shape[1], device=grid.device)
+    pick = rank.argsort(dim=1)[:, :beam]                          # the non-EOS first, each group in score order
+    scores = wide.scores.gather(1, pick).masked_fill(is_eos.gather(1, pick), NEG_INF)
+    live = TopCandidates(scores, wide.origin.gather(1, pick), wide.tokens.gather(1, pick))
+    return live, ending

@@ -8,7 +8,7 @@ from pipeline.decode.batching import make_batches, position_limit
 from pipeline.decode.finalize import BackoffStack, best_hypotheses, normalized_score
 from pipeline.decode.hooks import ChainHook, ScoreHook, SentenceMaskHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, max_output_lengths, slot_rows
-from pipeline.decode.topk import prune_below_threshold, top_candidates
+from pipeline.decode.topk import full_beam_candidates, prune_below_threshold, top_candidates
 from pipeline.nmt.interface import Ensemble
 from tests.pipeline.nmt.conftest import digit_vocab, make_model
 
@@ -55,6 +55,20 @@ def test_top_candidates_decomposes_into_origin_slot_and_token():
     assert top.scores[0].tolist() == pytest.approx([0.0, -0.1, -0.5])
     dead = top_candidates(torch.tensor([[0.0, -INF, -INF, -INF]]), beam=2, vocab_size=2)
     assert dead.alive.tolist() == [[True, False]]
+
+
+def test_full_beam_keeps_b_live_candidates_and_ends_the_eos_among_the_top_b():
+    # one sentence, beam 2, vocabulary 3 (EOS = 2): slot 0 [-1, -5, -0.5], slot 1 [-2, -3, -0.7]
+    grid = torch.tensor([[-1.0, -5.0, -0.5, -2.0, -3.0, -0.7]])
+    live, ending = full_beam_candidates(grid, beam=2, vocab_size=3, eos_id=2)
+    assert live.scores.tolist() == [[-1.0, -2.0]] and live.tokens.tolist() == [[0, 0]]
+    assert live.origin.tolist() == [[0, 1]]  # the two best non-EOS of the top 4 (-0.5, -0.7, -1, -2)
+    assert ending.alive.tolist() == [[True, True]] and ending.tokens.tolist() == [[2, 2]]
+    assert ending.scores[0].tolist() == pytest.approx([-0.5, -0.7]) and ending.origin.tolist() == [[0, 1]]
+    # an EOS at rank 3 of 4 does not end: only the top B ranks finish
+    grid = torch.tensor([[-1.0, -2.0, -3.0, -1.5, -9.0, -9.0]])
+    live, ending = full_beam_candidates(grid, beam=2, vocab_size=3, eos_id=2)
+    assert not ending.alive.any() and live.scores.tolist() == [[-1.0, -1.5]]
 
 
 def test_best_hypotheses_rank_by_normalised_score():
