@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from pipeline.nmt.transformer import TransformerModel, sinusoidal_positions
+from pipeline.nmt.transformer import TransformerModel, _fused_linear, sinusoidal_positions
 from tests.pipeline.nmt.conftest import make_model, transformer_config
 
 
@@ -54,10 +54,41 @@ def test_a_checkpoint_of_separate_projections_loads_into_the_fused_ones(vocab):
         assert torch.equal(loaded(src, lengths, tgt), trained(src, lengths, tgt))
 
 
-def test_a_fused_projection_starts_from_the_separate_layers_weights(vocab):
-    """Xavier per [d, d] part, from the random draws of separate layers: the same seed, the same initial model."""
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_fused_projection_is_drawn_as_the_separate_layers_are(parts):
+    """_fused_linear draws what `parts` separate nn.Linear(d, d) would, in the same order (weights and biases
+    concatenated), and leaves the random generator where they leave it: the rest of a model gets the same draws."""
+    torch.manual_seed(3)
+    separate = [torch.nn.Linear(8, 8) for _ in range(parts)]
+    after_separate = torch.rand(16)
+    torch.manual_seed(3)
+    fused = _fused_linear(8, parts)
+    after_fused = torch.rand(16)
+    assert fused.weight.shape == (parts * 8, 8) and fused.weight.fused_blocks == parts
+    assert torch.equal(fused.weight, torch.cat([layer.weight for layer in separate]))
+    assert torch.equal(fused.bias, torch.cat([layer.bias for layer in separate]))
+    assert torch.equal(after_fused, after_separate)
+
+
+def test_xavier_initialises_each_part_of_a_fused_projection_as_its_own_matrix(vocab, monkeypatch):
+    """The model's Xavier initialisation runs on every [d, d] part of in_proj [3d, d] and key_value [2d, d], never on
+    the fused matrix (whose fan would make the bound sqrt(6 / 4d) instead of sqrt(6 / 2d)); the same seed, the same
+    initial model."""
+    initialised = set()  # (address, shape) of every tensor Xavier-initialised
+    xavier = torch.nn.init.xavier_uniform_
+
+    def recorded(tensor, *args, **kwargs):
+        initialised.add((tensor.data_ptr(), tuple(tensor.shape)))
+        return xavier(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.init, "xavier_uniform_", recorded)
     model = make_model("transformer", vocab, seed=6)
-    d = model.config.model_size
+    d, layers = model.config.model_size, model.config.layers
+    fused = [p for p in model.parameters() if hasattr(p, "fused_blocks")]
+    assert len(fused) == 3 * layers  # in_proj of every encoder and decoder layer, key_value of every decoder layer
+    for weight in fused:
+        assert (weight.data_ptr(), tuple(weight.shape)) not in initialised
+        assert all((block.data_ptr(), (d, d)) in initialised for block in weight.chunk(weight.fused_blocks))
     bound = math.sqrt(6 / (2 * d))
     for layer in model.decoder_layers:
         for weight in (layer.self_attn.in_proj.weight, layer.cross_attn.key_value.weight):
