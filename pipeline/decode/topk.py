@@ -3,10 +3,10 @@
 Input: the candidate grid [N, B*V] of :func:`pipeline.decode.scores.candidate_grid`: entry (n, b*V + y) is the
 accumulated score of extending slot b of sentence n with token y (-inf: no such candidate).
 
-Two EOS policies (docs/algorithms.md, section 5). The paper's: the top B candidates, EOS among them finish and the others
-live on, so a step that finishes e hypotheses leaves B - e rows and the beam refills at the next step. The full beam
-(:func:`full_beam_candidates`; Hugging Face's `generate`, fairseq): the top 2B candidates, EOS among the first B
-ranks finish, and the B best candidates that are not EOS live on, so every step keeps B rows.
+Two EOS policies (docs/algorithms.md, section 5). The paper's: the top B candidates, EOS among them finish and the
+others live on, so a step that finishes e hypotheses leaves B - e rows and the beam refills at the next step. The
+full beam (:func:`full_beam_candidates`; Hugging Face's `generate`, fairseq): the top 2B candidates, EOS among the
+first B ranks finish, and the B best candidates that are not EOS live on, so every step keeps B rows.
 """
 from __future__ import annotations
 

@@ -1,0 +1,306 @@
+"""A pretrained Hugging Face translation model (MarianMT, M2M100/NLLB) behind the decoder's step interface.
+
+    system = load_pretrained("models/opus-mt-de-en", source_lang="de", target_lang="en")
+    src = system.vocab.encode_line("Das Haus ist klein.")      # the model's ids, ending in EOS
+    hyps = decode_sources(system.model, [src], SearchSettings(beam=4, full_beam=True))
+    system.vocab.decode_line(hyps[0][0].tokens)                  # text again
+
+One adapter for every `AutoModelForSeq2SeqLM` whose cache is a `transformers` EncoderDecoderCache (self-attention
+keys and values growing by one position per step, cross-attention keys and values computed once):
+
+    encode(src [N, S], src_lengths [N])     the encoder once; the decoder over the model's forced prefix
+    step(state, prev [B])                   one decoder position with the model's own cache -> log-probs [B, V]
+    reorder(state, index [B'])              index_select of every cached tensor (DecoderState.select)
+
+The cache lives in the DecoderState as plain tensors, so the beam search reorders, joins and narrows it like our
+own Transformer's: per layer l, "self.l.k"/"self.l.v" [B, H, T, D] and, after the first step, "cross.l.k"/
+"cross.l.v" [B, H, S, D] (per source: not copied while the beam reshuffles within sentences), with the encoder
+output "memory" [B, S, E] and its "mask" [B, S].
+
+Target specials (:class:`PretrainedVocabulary`): pad, EOS and BOS. BOS is the token the search feeds first: the
+model's decoder_start_token_id for Marian; for M2M100/NLLB, the target language's token, which `generate` forces as
+the first output (score 0) after decoder_start_token_id: here `encode` consumes decoder_start_token_id and the search
+starts from the language token, so no hypothesis holds it and none pays for it, as in `generate`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+import torch
+from torch import Tensor
+
+from pipeline.errors import PipelineError
+from pipeline.nmt.interface import DecoderState
+
+__all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary", "load_pretrained"]
+
+# ISO 639-1 codes of the tasks' languages -> ISO 639-3 (NLLB's codes start with them, e.g. deu_Latn)
+_ISO3 = {"de": "deu", "en": "eng", "zh": "zho", "ja": "jpn", "fr": "fra", "es": "spa", "ru": "rus", "cs": "ces"}
+# the target language tokens of NLLB's tokenizer, per task language
+_NLLB = {"de": "deu_Latn", "en": "eng_Latn", "zh": "zho_Hans", "ja": "jpn_Jpan", "fr": "fra_Latn", "es": "spa_Latn",
+         "ru": "rus_Cyrl", "cs": "ces_Latn"}
+
+
+class PretrainedModelError(PipelineError, ValueError):
+    """A pretrained model that cannot be loaded or used for a task: the message names the model or its folder."""
+
+
+@dataclass(frozen=True)
+class PretrainedVocabulary:
+    """The model's token ids as the project's Vocabulary contract (pipeline/vocab.py): tokens by id, specials by id.
+
+    tokens: the tokenizer's token of every output id of the model (V = the output layer's size; ids the tokenizer
+    lacks are named "<extra_i>"). bos_id is what the search feeds first (see the module docstring); source_prefix and
+    source_suffix are the ids the tokenizer puts around a source line (M2M100: the source language, EOS).
+    """
+
+    tokens: tuple[str, ...]
+    pad_id: int
+    bos_id: int
+    eos_id: int
+    unk_id: int
+    tokenizer: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ids", {t: i for i, t in enumerate(self.tokens)})
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self._ids  # type: ignore[attr-defined]
+
+    def id(self, token: str) -> int:
+        return self._ids.get(token, self.unk_id)  # type: ignore[attr-defined]
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        return [self.id(t) for t in tokens]
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        return [self.tokens[i] for i in ids]
+
+    def encode_line(self, line: str) -> list[int]:
+        """A raw source line -> the ids the encoder reads (the tokenizer's, EOS last)."""
+        return list(self.tokenizer(line)["input_ids"])
+
+    def decode_line(self, ids: Sequence[int]) -> str:
+        """Output ids (without EOS) -> text, special tokens dropped."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+
+def _layer(keys: Tensor | None = None, values: Tensor | None = None):
+    """A transformers DynamicLayer holding keys/values [B, H, T, D] as they are (no copy); empty without them."""
+    from transformers.cache_utils import DynamicLayer
+
+    layer = DynamicLayer()
+    if keys is not None:
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys, values
+    return layer
+
+
+class PretrainedModel:
+    """A StepModel (pipeline/nmt/interface.py) over a transformers encoder-decoder `model` (in eval mode).
+
+    prefix: the decoder inputs before BOS (M2M100/NLLB: decoder_start_token_id; Marian: none), consumed by `encode`.
+    """
+
+    joins_at_any_step = False
+
+    def __init__(self, model, bos_id: int, eos_id: int, pad_id: int, prefix: Sequence[int] = ()) -> None:
+        self.model = model.eval()
+        self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
+        self.prefix = tuple(prefix)
+        self.tgt_vocab_size = model.get_output_embeddings().weight.shape[0]
+        self.layers = len(model.get_decoder().layers)
+
+    def eval(self) -> "PretrainedModel":
+        self.model.eval()
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _per_source(self) -> dict[str, int]:
+        axes = {"memory": 1, "mask": 1}
+        axes.update({f"cross.{i}.{kv}": 2 for i in range(self.layers) for kv in "kv"})
+        return axes
+
+    @torch.inference_mode()
+    def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
+        """The encoder over src [N, S] (padded after src_lengths [N]); then the decoder over the prefix, if any."""
+        mask = torch.arange(src.shape[1], device=src.device)[None, :] < src_lengths[:, None]    # [N, S]
+        memory = self.model.get_encoder()(input_ids=src, attention_mask=mask.long()).last_hidden_state
+        state = DecoderState({"memory": memory, "mask": mask}, 0, self._per_source())
+        for token in self.prefix:
+            prev = torch.full((src.shape[0],), token, dtype=torch.long, device=src.device)
+            _, state = self._forward(state, prev)
+        return DecoderState(state.tensors, 0, state.per_source)
+
+    @torch.inference_mode()
+    def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
+        """Consume prev_tokens [B]: log-probabilities [B, V] (float32) of the next token, the state at time + 1."""
+        log_probs, state = self._forward(state, prev_tokens)
+        return log_probs, state
+
+    def reorder(self, state: DecoderState, index: Tensor, same_sources: bool = False) -> DecoderState:
+        """Rows `index` [B'] of every cached tensor (the cross-attention cache kept when `same_sources`)."""
+        return state.select(index, same_sources)
+
+    def _forward(self, state: DecoderState, prev: Tensor) -> tuple[Tensor, DecoderState]:
+        from transformers.cache_utils import Cache, EncoderDecoderCache
+        from transformers.modeling_outputs import BaseModelOutput
+
+        t = state.tensors
+        started = "cross.0.k" in t
+        self_layers = [_layer(t.get(f"self.{i}.k"), t.get(f"self.{i}.v")) for i in range(self.layers)]
+        cross_layers = [_layer(t[f"cross.{i}.k"], t[f"cross.{i}.v"]) if started else _layer()
+                        for i in range(self.layers)]
+        cache = EncoderDecoderCache(Cache(layers=self_layers), Cache(layers=cross_layers))
+        out = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=t["memory"]),
+                         attention_mask=t["mask"].long(), decoder_input_ids=prev[:, None], past_key_values=cache,
+                         use_cache=True)
+        log_probs = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        cache = out.past_key_values
+        tensors = {"memory": t["memory"], "mask": t["mask"]}
+        for i in range(self.layers):
+            own, cross = cache.self_attention_cache.layers[i], cache.cross_attention_cache.layers[i]
+            tensors[f"self.{i}.k"], tensors[f"self.{i}.v"] = own.keys, own.values
+            tensors[f"cross.{i}.k"], tensors[f"cross.{i}.v"] = cross.keys, cross.values
+        return log_probs, DecoderState(tensors, state.time + 1, state.per_source)
+
+
+@dataclass
+class PretrainedSystem:
+    """A loaded pretrained model: the step model, its vocabulary (tokenizer inside) and where it came from."""
+
+    model: PretrainedModel
+    vocab: PretrainedVocabulary
+    name: str
+
+
+def _offline(local_files_only: bool | None) -> bool:
+    if local_files_only is not None:
+        return local_files_only
+    return any(os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _cache_folder() -> str:
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def _not_here(name: str, why: str, error: Exception) -> NoReturn:
+    raise PretrainedModelError(
+        f"{name}: not in the Hugging Face cache and {why}; put the model in {_cache_folder()} (e.g. `hf download "
+        f"{name}` where a network is reachable, then copy that cache folder over), or download it to a folder of "
+        "its own and name that folder instead") from error
+
+
+def _language_matches(ours: str, theirs: str | None) -> bool:
+    """Whether a model's language code (de, deu, deu_Latn, de+nl, mul) covers the task's ISO 639-1 code."""
+    if not theirs:
+        return True  # the model does not say
+    codes = {c.split("_")[0].lower() for c in theirs.replace("+", ",").split(",")}
+    return bool(codes & {ours.lower(), _ISO3.get(ours.lower(), ours.lower()), "mul"})
+
+
+def _target_language_id(tokenizer, target_lang: str, name: str) -> int | None:
+    """The id of the target language token that a multilingual model (M2M100, NLLB) must start with; None for a
+    model without language tokens (Marian)."""
+    lookup = getattr(tokenizer, "lang_code_to_id", None)
+    if lookup is None and not hasattr(tokenizer, "src_lang"):
+        return None
+    for code in (target_lang, _NLLB.get(target_lang, target_lang)):
+        if lookup is not None and code in lookup:
+            return lookup[code]
+        token_id = tokenizer.convert_tokens_to_ids(code)
+        if isinstance(token_id, int) and token_id != tokenizer.unk_token_id:
+            return token_id
+    raise PretrainedModelError(f"{name}: this multilingual model has no language token for the task's target "
+                               f"language {target_lang!r}")
+
+
+def _set_source_language(tokenizer, source_lang: str, name: str) -> None:
+    lookup = getattr(tokenizer, "lang_code_to_id", None)
+    for code in (source_lang, _NLLB.get(source_lang, source_lang)):
+        if (lookup is not None and code in lookup) or (lookup is None and tokenizer.convert_tokens_to_ids(code)
+                                                       != tokenizer.unk_token_id):
+            tokenizer.src_lang = code
+            return
+    raise PretrainedModelError(f"{name}: this multilingual model has no language token for the task's source "
+                               f"language {source_lang!r}")
+
+
+def load_pretrained(name_or_path: str | Path, source_lang: str, target_lang: str,
+                    device: str | torch.device = "cpu", local_files_only: bool | None = None) -> PretrainedSystem:
+    """A transformers translation model from a local folder, or by hub name: from the local cache, else fetched
+    from the hub unless offline (`local_files_only`, or HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE set); checked
+    against the task's languages.
+
+    Raises PretrainedModelError naming the model: not in the cache while offline (with the folder to put it in), a
+    folder without a tokenizer, languages the model does not translate.
+    """
+    try:
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    except ImportError as error:
+        raise PretrainedModelError("pretrained models need the hf extra: pip install -e '.[hf]'") from error
+    name = str(name_or_path)
+    folder = Path(name_or_path)
+    local = folder.is_dir()
+    if not local and (folder.is_absolute() or name.startswith(".") or folder.exists()):
+        raise PretrainedModelError(f"{name}: no such model folder")
+    offline = _offline(local_files_only)
+    try:  # a folder, or the local cache first: no network for a model that is already here
+        model = AutoModelForSeq2SeqLM.from_pretrained(name, local_files_only=True)
+    except OSError as error:
+        if local:
+            raise PretrainedModelError(f"{name}: not a transformers model folder ({error})") from error
+        if offline:
+            _not_here(name, "the hub is not to be reached (offline)", error)
+        model = None
+    if model is None:
+        try:
+            model = AutoModelForSeq2SeqLM.from_pretrained(name)
+        except OSError as error:
+            _not_here(name, "fetching it from the hub failed", error)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError, TypeError, AssertionError, KeyError) as error:
+        raise PretrainedModelError(
+            f"{name}: the model's tokenizer is missing or unreadable; put the tokenizer files that came with the "
+            "model beside its config.json (tokenizer_config.json and its vocabulary: vocab.json with source.spm and "
+            f"target.spm for Marian, sentencepiece.bpe.model for M2M100, tokenizer.json for NLLB) ({error})") from error
+    if tokenizer is None or isinstance(tokenizer, bool):
+        raise PretrainedModelError(f"{name}: the model's tokenizer is missing")
+    return _system(model.to(device), tokenizer, name, source_lang, target_lang)
+
+
+def _system(model, tokenizer, name: str, source_lang: str, target_lang: str) -> PretrainedSystem:
+    config = model.config
+    forced = _target_language_id(tokenizer, target_lang, name)
+    if forced is None:  # one language pair (Marian): the tokenizer may say which
+        for side, ours, theirs in (("source", source_lang, getattr(tokenizer, "source_lang", None)),
+                                   ("target", target_lang, getattr(tokenizer, "target_lang", None))):
+            if not _language_matches(ours, theirs):
+                raise PretrainedModelError(f"{name}: the model translates {tokenizer.source_lang} -> "
+                                           f"{tokenizer.target_lang}, the task's {side} language is {ours}")
+    else:
+        _set_source_language(tokenizer, source_lang, name)
+    start = config.decoder_start_token_id
+    eos = config.eos_token_id
+    eos = eos[0] if isinstance(eos, (list, tuple)) else eos
+    size = model.get_output_embeddings().weight.shape[0]
+    unk = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else config.pad_token_id
+    names = tokenizer.convert_ids_to_tokens(list(range(size)))  # ids beyond the tokenizer's come back as <unk>
+    tokens = tuple(n if isinstance(n, str) and (n != tokenizer.unk_token or i == unk) else f"<extra_{i}>"
+                   for i, n in enumerate(names))
+    bos, prefix = (start, ()) if forced is None else (forced, (start,))
+    vocab = PretrainedVocabulary(tokens, config.pad_token_id, bos, eos, unk, tokenizer)
+    return PretrainedSystem(PretrainedModel(model, bos, eos, config.pad_token_id, prefix), vocab, name)
