@@ -16,11 +16,16 @@ KERNELS_STAMP := $(VENV)/.numba-kernels
 SEARCH_LIB := pipeline/smt/_pbmt_search.so
 DETERMINIZE_LIB := lattices/_tropical_determinize.so
 
-.PHONY: install reproduce test docs clean-work system
+.PHONY: install reproduce test docs clean-work system test-system
 install: system $(VENV_STAMP) $(KENLM_STAMP) $(EFLOMAL_STAMP) $(KERNELS_STAMP) $(SEARCH_LIB) $(DETERMINIZE_LIB)
 
+# The Debian packages that KenLM's tools and the compiled search need to build.
 system:
 	@scripts/install-system.sh
+
+# What the tests need beyond that: Chromium, the headless browser of the server page's test.
+test-system:
+	@scripts/install-system.sh --test
 
 $(VENV_STAMP): setup.cfg constraints.txt pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -54,12 +59,16 @@ $(KERNELS_STAMP): lattices/kernel_containers.py | $(VENV_STAMP)
 reproduce: install
 	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) --workers $(WORKERS) $(ARGS)
 
-test: install
+test: install test-system
 	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)
 
 # The docs site (mkdocs.yml: docs/), strict: a broken link or anchor, or a page left out of the nav, fails.
 docs: $(VENV_STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
+# Deletes the work folders and the run outputs under results/ that git does not track (results/tiny, ...); the
+# published results that git tracks stay (outside a git checkout, results/ is left as it is).
 clean-work:
-	rm -rf work results
+	rm -rf work
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git clean -fdxq -- results; \
+	else echo "clean-work: not a git checkout, results/ left as it is"; fi

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages needed to build KenLM's lmplz and build_binary, and Chromium (the headless browser of
-# the server page's test), if any is missing.
+# Installs the Debian packages needed to build KenLM's lmplz and build_binary and the compiled search, if any is
+# missing; with --test, Chromium instead (the headless browser of the server page's test; `make test` asks for both).
 # Safe to run twice: it does nothing when every package is already there.
 set -euo pipefail
 packages=(cmake build-essential libboost-program-options-dev libboost-system-dev libboost-thread-dev
-          libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev binutils chromium)
+          libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev binutils)
+if [ "${1:-}" = "--test" ]; then
+  packages=(chromium)
+elif [ $# -gt 0 ]; then
+  echo "usage: $0 [--test]" >&2
+  exit 2
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
