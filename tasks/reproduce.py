@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of reproduce-table (docs/cli.md is generated from it: python -m tasks.cli_reference)."""
     p = argparse.ArgumentParser(prog="reproduce-table", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--profile", help="scale profile (tiny, small, medium, paper, paper-rehearsal); "
+    p.add_argument("--profile", help=f"scale profile ({', '.join(configs.available('profiles'))}); "
                                      "default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",

@@ -11,7 +11,7 @@ from pipeline import config as configs
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("config", help="list, or validate and show, task configs and profiles")
     p.add_argument("task", nargs="?", help="task config to show (e.g. ger-eng); none lists them all")
-    p.add_argument("--profile", default=None, help="profile to show as well (tiny, small, medium, paper)")
+    p.add_argument("--profile", default=None, help=f"profile to show as well ({', '.join(configs.available('profiles'))})")
     p.set_defaults(run=run)
 
 

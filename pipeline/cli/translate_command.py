@@ -28,13 +28,17 @@ from pipeline.config import GAIN_FORMS
 from pipeline.errors import DataError
 
 
+#: The options that apply with --system (run_system reads these; the others set up a model's own decoding).
+SYSTEM_OPTIONS = ("-i", "-o", "--timings", "--device", "--threads", "--batch-lines", "--terms", "--decode-processes")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("translate", help="translate text with an exported system (--system) or an NMT model "
                                                 "or ensemble (batched beam search)")
     p.add_argument("models", nargs="*", help="checkpoint files, system.json, or NMT artifact folders (one ensemble)")
     p.add_argument("--system", help="an exported system folder (ExportSystem, reproduce-table --export): raw text "
-                                    "through its whole chain; the other options but -i, -o, --timings, --device, "
-                                    "--threads, --batch-lines and --terms do not apply")
+                                    "through its whole chain; the other options but " + ", ".join(SYSTEM_OPTIONS) +
+                                    " do not apply")
     p.add_argument("--terms", help="--system: a terminology, one 'source term<TAB>target term' a line: where a "
                                    "source term occurs, the translation contains its target term (NMT systems)")
     p.add_argument("--batch-lines", type=positive_int, default=64,

@@ -191,3 +191,24 @@ def test_a_model_of_an_artifact_decodes_with_its_profiles_settings(setup, tmp_pa
     assert translate(setup, tmp_path, "--timings", str(timings)) == 0
     assert (json.loads(timings.read_text())["beam"], json.loads(timings.read_text())["batch_sentences"]) == (4, 8)
     assert "no artifact signature naming its profile" in capsys.readouterr().err
+
+
+def test_the_options_said_to_apply_with_system_are_those_run_system_reads():
+    """--system's help names SYSTEM_OPTIONS as the options that apply; run_system reads exactly those (and the
+    system and models), so an option added to the system path cannot be left out of the help (and docs/cli.md)."""
+    import argparse
+    import ast
+    import inspect
+
+    from pipeline.cli import translate_command
+
+    parser = argparse.ArgumentParser()
+    translate_command.register(parser.add_subparsers())
+    translate = parser._subparsers._group_actions[0].choices["translate"]
+    option_of = {a.dest: a.option_strings[0] for a in translate._actions if a.option_strings}
+    tree = ast.parse(inspect.getsource(translate_command.run_system))
+    read = {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "args"}
+    assert {option_of[dest] for dest in read - {"system", "models"}} == set(translate_command.SYSTEM_OPTIONS)
+    system_help = next(a.help for a in translate._actions if a.dest == "system")
+    assert all(option in system_help for option in translate_command.SYSTEM_OPTIONS)
