@@ -20,6 +20,7 @@ from pipeline import config as configs
 from pipeline.deploy.system import KINDS
 from pipeline.errors import PipelineError
 from pipeline.report.learning_curves import write_learning_curves
+from pipeline.report.merge import ReportInputs, check_mergeable, load_inputs, merge, save_inputs
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR, else the profile's bundled data, data/<profile>)")
     p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
     p.add_argument("--config-dir", help="folder of tasks/*.toml and profiles/*.toml (default: the checkout's configs)")
-    p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>)")
+    p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>, or "
+                                 "results/<profile>-<eval-set> for an evaluation set other than devtest); a run of "
+                                 "some tasks or systems merges its cells into the tables already there")
     p.add_argument("--workers", type=int, default=1, help="Luigi workers: tasks run in parallel")
     p.add_argument("--processes", type=int,
                    help="processes or threads one task may use (default: luigi.cfg [lmbr] processes with one "
@@ -60,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "[-<variant>]/, for `lmbr translate --system` and `lmbr serve` (MBR is not exported)")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
     return p
+
+
+def default_out(profile: str, eval_set: str) -> str:
+    """results/<profile> for the devtest sets, results/<profile>-<eval_set> for another evaluation set."""
+    return f"results/{profile}" if eval_set == "devtest" else f"results/{profile}-{eval_set}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -166,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
     table2 = _choose(args.table2_tasks, known, tuple(tasks), "Table 2 task(s)")
     reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems),
                           variants=variants if t in table2 else (), **shared) for t in tasks]
+    out = Path(args.out or default_out(profile, args.eval_set))
+    previous = load_inputs(out)
+    check_mergeable(previous, profile, args.eval_set, out)  # before the build, not after it
 
     started = time.time()
     prioritise(reports)
@@ -196,18 +207,25 @@ def run(args: argparse.Namespace) -> int:
             name = f"{task.system}-{task.variant}" if task.variant else task.system
             print(f"exported {copy_export(task.folder(), Path(args.export) / task.task_name / name)}")
 
-    records = [record for report in reports for record in report.records()]
-    data_rows = [report.data_row() for report in reports]
-    out = Path(args.out or f"results/{profile}")
-    paths = write_report(out, records, tasks, systems, data_rows, profile, args.eval_set,
-                         [figure for report in reports for figure in report.speed_figures()],
-                         [record for report in reports for record in report.significance()],
-                         {s: SYSTEM_NOTES[s] for s in systems})
     guard_stops = wall_clock_stops(reports)
-    paths += write_learning_curves(out, {label: curve for report in reports
-                                         for label, curve in report.learning_curves().items()}, profile, guard_stops)
-    paths += write_stage_times(out, artifact_graph(reports), tasks,
+    this_run = ReportInputs(
+        profile=profile, eval_set=args.eval_set, tasks=tasks, systems=systems,
+        records=[record for report in reports for record in report.records()],
+        data_rows=[report.data_row() for report in reports],
+        significance=[record for report in reports for record in report.significance()],
+        figures=[figure for report in reports for figure in report.speed_figures()],
+        curves={label: curve for report in reports for label, curve in report.learning_curves().items()},
+        guard_stops=guard_stops, graph=artifact_graph(reports))
+    merged = merge(previous, this_run, system_order=ALL_SYSTEMS)
+    if previous is not None and not previous.profile:
+        print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "
+              "figures are kept, its other tables hold this run's tasks", file=sys.stderr)
+    paths = write_report(out, merged.records, merged.tasks, merged.systems, merged.data_rows, profile, args.eval_set,
+                         merged.figures, merged.significance, {s: SYSTEM_NOTES[s] for s in merged.systems if s in SYSTEM_NOTES})
+    paths += write_learning_curves(out, merged.curves, profile, merged.guard_stops)
+    paths += write_stage_times(out, merged.graph, merged.tasks,
                                f"Build time of every stage per task, profile {profile}", args.workers)
+    paths.append(save_inputs(out, merged))
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in guard_stops:
         print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "

@@ -72,3 +72,31 @@ def test_export_writes_one_verified_folder_per_system(tmp_path, data_dir, capsys
     sources = list(read_lines(next(data_dir.glob("*/newstest2016.de*"))))
     [pbmt] = (tmp_path / "work" / "tiny" / "ger-eng" / "pbmt").glob("newstest2016-*/translation.en")
     assert list(Translator(system).translate(sources)) == list(read_lines(pbmt))
+
+
+def test_a_run_of_one_task_merges_into_the_report_of_others(tmp_path, data_dir, capsys):
+    """The folder already holds eng-ger (as after a run of all tasks); a run of ger-eng alone keeps eng-ger's score
+    with its signature and its data row, and replaces ger-eng's."""
+    assert run(tmp_path, data_dir) == 0
+    out = tmp_path / "out"
+    results = json.loads((out / "results.json").read_text())
+    inputs = json.loads((out / "report_inputs.json").read_text())
+    other = {**results[0], "task": "eng-ger", "bleu": 42.0, "signature": {"bleu": "an earlier run's", "artifact": "x"}}
+    (out / "results.json").write_text(json.dumps([other, *results]))
+    inputs["tasks"] = ["eng-ger", "ger-eng"]
+    inputs["data_rows"] = [{**inputs["data_rows"][0], "task": "eng-ger"}, *inputs["data_rows"]]
+    (out / "report_inputs.json").write_text(json.dumps(inputs))
+
+    assert run(tmp_path, data_dir) == 0
+    merged = json.loads((out / "results.json").read_text())
+    assert [(r["task"], r["bleu"], r["signature"]) for r in merged] == [
+        ("eng-ger", 42.0, other["signature"]), ("ger-eng", results[0]["bleu"], results[0]["signature"])]
+    assert [line.split(",")[0] for line in (out / "data_summary.csv").read_text().splitlines()] == [
+        "task", "eng-ger", "ger-eng"]
+    assert "eng-ger" in (out / "table1.md").read_text()
+
+
+def test_a_folder_of_another_evaluation_set_is_refused_before_the_build(tmp_path, data_dir, capsys):
+    assert run(tmp_path, data_dir) == 0
+    assert run(tmp_path, data_dir, "--eval-set", "dev") == 2
+    assert "holds the report of profile tiny on the devtest sets, not tiny on dev" in capsys.readouterr().err
