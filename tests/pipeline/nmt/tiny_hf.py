@@ -21,13 +21,13 @@ def synthetic_lines(n: int = 300, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 8))) for _ in range(n)]
 
 
-def train_sentencepiece(folder: Path, vocab_size: int = 60, seed: int = 0) -> Path:
-    """A unigram SentencePiece model of the synthetic lines: folder/spm.model."""
+def train_sentencepiece(folder: Path, vocab_size: int = 60, seed: int = 0, lines: list[str] | None = None) -> Path:
+    """A unigram SentencePiece model of `lines` (default: the synthetic lines): folder/spm.model."""
     import sentencepiece
 
     folder.mkdir(parents=True, exist_ok=True)
     text = folder / "train.txt"
-    text.write_text("\n".join(synthetic_lines(seed=seed)) + "\n", encoding="utf-8")
+    text.write_text("\n".join(lines if lines is not None else synthetic_lines(seed=seed)) + "\n", encoding="utf-8")
     sentencepiece.SentencePieceTrainer.train(input=str(text), model_prefix=str(folder / "spm"),
                                              vocab_size=vocab_size, model_type="unigram", character_coverage=1.0,
                                              bos_id=-1, eos_id=-1, unk_id=0, num_threads=1, hard_vocab_limit=False,
@@ -57,22 +57,31 @@ def _bias_eos(model, eos_id: int, eos_bias: float) -> None:
         head[eos_id, 0] = eos_bias
 
 
-def tiny_marian(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: float = 0.3, source_lang: str = "de",
-                target_lang: str = "en") -> Path:
-    """A random MarianMT model with one shared SentencePiece vocabulary, saved to `folder`."""
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+def marian_tokenizer(folder: Path, seed: int = 0, source_lang: str = "de", target_lang: str = "en",
+                     lines: list[str] | None = None, vocab_size: int = 60):
+    """A MarianTokenizer over one SentencePiece model of `lines` (source and target), saved to `folder`."""
+    from transformers import MarianTokenizer
 
-    spm = train_sentencepiece(folder / "spm", seed=seed)
+    spm = train_sentencepiece(folder / "spm", vocab_size=vocab_size, seed=seed, lines=lines)
     tokens = ["</s>", "<unk>"] + _pieces(spm) + ["<pad>"]
-    vocab = {t: i for i, t in enumerate(tokens)}
-    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (folder / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}), encoding="utf-8")
     for name in ("source.spm", "target.spm"):
         (folder / name).write_bytes(spm.read_bytes())
     tokenizer = MarianTokenizer(str(folder / "source.spm"), str(folder / "target.spm"), str(folder / "vocab.json"),
                                 source_lang=source_lang, target_lang=target_lang)
     tokenizer.save_pretrained(folder)
-    pad = vocab["<pad>"]
-    config = MarianConfig(vocab_size=len(tokens), d_model=32, encoder_layers=2, decoder_layers=2,
+    return tokenizer
+
+
+def tiny_marian(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: float = 0.3, source_lang: str = "de",
+                target_lang: str = "en", lines: list[str] | None = None, vocab_size: int = 60) -> Path:
+    """A random MarianMT model with one shared SentencePiece vocabulary (of `lines`), saved to `folder`."""
+    from transformers import MarianConfig, MarianMTModel
+
+    tokenizer = marian_tokenizer(folder, seed, source_lang, target_lang, lines, vocab_size)
+    tokens = len(tokenizer.encoder)
+    pad = tokenizer.pad_token_id
+    config = MarianConfig(vocab_size=tokens, d_model=32, encoder_layers=2, decoder_layers=2,
                           encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                           decoder_ffn_dim=64, max_position_embeddings=128, pad_token_id=pad, eos_token_id=0,
                           decoder_start_token_id=pad, forced_eos_token_id=None, dropout=0.0, init_std=init_std,
