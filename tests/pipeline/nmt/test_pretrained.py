@@ -54,9 +54,11 @@ def generate_nbest(system, lines: list[str]) -> list[list[tuple[tuple[int, ...],
     return nbest
 
 
-def our_nbest(system, lines: list[str], batch: int, **options) -> list[list[tuple[tuple[int, ...], float]]]:
+def our_nbest(system, lines: list[str], batch: int, early_exit: bool = False,
+              **options) -> list[list[tuple[tuple[int, ...], float]]]:
     sources = [system.vocab.encode_line(line) for line in lines]
-    settings = SearchSettings(beam=BEAM, nbest=BEAM, max_length_a=0, max_length_b=LIMIT, full_beam=True)
+    settings = SearchSettings(beam=BEAM, nbest=BEAM, max_length_a=0, max_length_b=LIMIT, full_beam=True,
+                              early_exit=early_exit)
     hyps = decode_sources(system.model, sources, settings, batch_sentences=batch, **options)
     return [[(h.tokens, h.score) for h in sentence] for sentence in hyps]
 
@@ -74,6 +76,11 @@ def test_batched_nbest_equals_generate(system):
     assert_same_nbest(ours, generate_nbest(system, LINES), system.vocab)
     lengths = {len(t) for sentence in ours for t, _ in sentence}
     assert len(lengths) > 2, f"the model's hypotheses all have lengths {lengths}: a weak test"
+
+
+def test_early_exit_keeps_the_nbest_of_generate(system):
+    ours = our_nbest(system, LINES, batch=4, early_exit=True)
+    assert_same_nbest(ours, generate_nbest(system, LINES), system.vocab)
 
 
 def test_unbatched_nbest_equals_generate(system):
