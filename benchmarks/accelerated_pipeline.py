@@ -38,7 +38,7 @@ from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode.anchored import translate_anchored  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.nmt.system import system_members  # noqa: E402

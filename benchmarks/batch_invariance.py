@@ -48,11 +48,11 @@ from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode import HookFactory, Hypothesis, SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.divergence import compare_outputs, summary_line  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.speed import timed  # noqa: E402
 from pipeline.decode.unbatched import unbatched_decode  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
-from pipeline.nmt.batching import pad_sequences  # noqa: E402
+from pipeline.nmt.token_batches import pad_sequences  # noqa: E402
 from pipeline.nmt.interface import DecoderState, Ensemble, StepModel  # noqa: E402
 
 import torch  # noqa: E402

@@ -32,7 +32,7 @@ from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 
 import torch  # noqa: E402
 

@@ -302,7 +302,7 @@ def dev_bleu(task: str, profile: str, work_dir: Path, architecture: str, threads
     import luigi
 
     from pipeline.evaluation import corpus_bleu
-    from pipeline.nmt.batching import source_ids
+    from pipeline.nmt.token_batches import source_ids
     from pipeline.nmt.checkpoint import load_checkpoint, load_vocabularies, model_from_checkpoint
     from pipeline.nmt.greedy import translate_ids
     from pipeline.text import TextProcessor, get_tokenizer

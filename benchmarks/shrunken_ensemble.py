@@ -34,7 +34,7 @@ from common import machine  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
-from pipeline.nmt.batching import pad_sequences  # noqa: E402
+from pipeline.nmt.token_batches import pad_sequences  # noqa: E402
 from pipeline.nmt.checkpoint import load_model  # noqa: E402
 from pipeline.nmt.interface import Ensemble  # noqa: E402
 from pipeline.nmt.shrink import shrink  # noqa: E402

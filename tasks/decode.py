@@ -1,6 +1,6 @@
 """NMT decoding stages: FNMT (the GRU ensemble) and TNMT (the averaged Transformer) translate a split with the
 batched beam decoder (pipeline/decode), with the settings of the profile's [decode] section; LNMT and LTNMT are the
-same models with the L matrices of the split's PBMT lattices added at every step (LMBR, pipeline/decode/lmbr.py),
+same models with the L matrices of the split's PBMT lattices added at every step (LMBR, pipeline/decode/lmbr_hook.py),
 the NMT log-probabilities scaled by the profile's [lmbr] nmt_lambda (or the tuned one). The -lat systems keep the
 search inside the strings of each sentence's PBMT lattice (lattice rescoring, Stahlberg et al. 2016: the acceptor
 hook of pipeline/decode/constraints.py over the evidence space of L), without L (FNMT-lat, TNMT-lat) or with it
@@ -202,7 +202,7 @@ class DecodeNMT(VariantTask):
         unconstrained (no usable acceptor) are appended to `unconstrained` and logged."""
         lmbr = None
         if self.lmbr:
-            from pipeline.decode.lmbr import lmbr_hook_factory
+            from pipeline.decode.lmbr_hook import lmbr_hook_factory
 
             lmbr = lmbr_hook_factory(self.lmatrix_store(), models.tgt_vocab.bos_id, sentence_ids=lines,
                                      vocab_size=len(models.tgt_vocab), gains=self.gains())
@@ -227,7 +227,7 @@ class DecodeNMT(VariantTask):
         with the L and the acceptor of sentence i. Lines whose acceptor is unusable are appended to `unconstrained`
         (their lattice copy decodes free) and logged."""
         from pipeline.decode.anchored import translate_anchored
-        from pipeline.decode.lmbr import lmbr_hook_factory
+        from pipeline.decode.lmbr_hook import lmbr_hook_factory
 
         store, acceptors = self.lmatrix_store(), self.requires()["acceptors"].acceptors()
 

@@ -23,7 +23,7 @@ from lattices.lmatrix_shards import LMatrixStore
 from pipeline.config import LmbrProfile
 from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, best_bleu, race_grid,
                                          rescoring_grid, tune_lmbr_in_stages)
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines

@@ -23,7 +23,7 @@ from common import machine, output_scores  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore  # noqa: E402
 from pipeline import config as configs  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402

@@ -29,7 +29,7 @@ from lattices.acceptor import Acceptor  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.constraints import acceptor_hook_factory  # noqa: E402
 from pipeline.decode.hooks import chain_factories  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.nmt.system import load_system  # noqa: E402
 from tasks.decode import DecodeLNMT, DecodeLTNMT  # noqa: E402

@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from common import machine, output_scores  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.hooks import chain_factories, token_mask_factory  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore  # noqa: E402
 from pipeline.decode.translate import translate_lines  # noqa: E402
 from pipeline.evaluation.significance import chrf2, paired_bootstrap  # noqa: E402

@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     hook_factory = None
     if args.lmbr:
         from lattices.lmatrix_shards import LMatrixStore
-        from pipeline.decode.lmbr import lmbr_hook_factory
+        from pipeline.decode.lmbr_hook import lmbr_hook_factory
 
         folder = Path(args.lmbr)
         shards = sorted(folder.glob("shard-*.npz")) if folder.is_dir() else [folder]

@@ -10,7 +10,7 @@ from lattices.evidence import DEFAULT_MAX_STATES
 from pipeline.errors import ConfigError
 from pipeline.smt.reordering import KINDS as REORDERING_KINDS
 
-#: LMBR gain forms (pipeline/decode/lmbr.py): the paper's L at every step, or each n-gram paid once per hypothesis.
+#: LMBR gain forms (pipeline/decode/lmbr_hook.py): the paper's L at every step, or each n-gram paid once per hypothesis.
 GAIN_FORMS = ("per_step", "bounded")
 #: The searches of unconstrained LMBR decoding (pipeline/decode/anchored.py).
 SEARCH_FORMS = ("free", "anchored")

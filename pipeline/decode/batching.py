@@ -23,7 +23,7 @@ from pipeline.decode.beam_search import BeamBatch, SearchSettings, beam_search
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import HookFactory
 from pipeline.decode.scores import max_output_lengths
-from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.token_batches import pad_sequences
 from pipeline.nmt.interface import Ensemble, StepModel
 
 __all__ = ["decode_sources", "make_batches", "model_device", "position_limit", "step_pool"]

@@ -34,7 +34,7 @@ spends after its best hypothesis has ended. It needs raw scores (length_penalty 
 At step t == max_lengths[n] only EOS can follow (as in greedy decoding), so every hypothesis of sentence n ends by
 then; the n-best list is F_s re-ranked (finalize.py), or the backoff stack when F_s is empty (an EOS that never made
 the top B, e.g. when a hook forbids EOS at the limit). The search masks no token other than EOS (BOS, PAD and UNK
-are scored like any other token, as by greedy decoding); hooks forbid tokens: the LMBR hook BOS (lmbr.py), the
+are scored like any other token, as by greedy decoding); hooks forbid tokens: the LMBR hook BOS (lmbr_hook.py), the
 constraint hooks whatever their acceptors do not allow, TokenMaskHook a fixed set (hooks.py).
 
 There is no padding on the target side: all rows share one time index, and a sentence that finishes simply stops

@@ -34,7 +34,7 @@ class GridPoint:
     p: float
     r: float
     alpha: float = 1.0  # the path scale of the posteriors
-    gains: str = "per_step"  # the gain form (pipeline/decode/lmbr.py)
+    gains: str = "per_step"  # the gain form (pipeline/decode/lmbr_hook.py)
     nbest: int = -1  # the evidence space: 0 the full lattice, K the K best strings, -1 the profile's (or variant's)
 
     def theta(self, convention: str, T: float) -> Theta:

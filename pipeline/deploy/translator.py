@@ -394,7 +394,7 @@ class Translator:
         """The hook factory of a selection of prepared sentences: input index i is items[i]."""
         from pipeline.decode.constraints import acceptor_hook_factory
         from pipeline.decode.hooks import chain_factories
-        from pipeline.decode.lmbr import lmbr_hook_factory
+        from pipeline.decode.lmbr_hook import lmbr_hook_factory
         from pipeline.decode.terms import term_hook_factory
 
         kind, lmbr, vocab = self.system.kind, self.system.settings.lmbr, self.models.tgt_vocab
@@ -424,7 +424,7 @@ class Translator:
         """A BeamBatch (pipeline/decode/beam_search.py) of prepared sentences, with their hooks: a server's pool
         steps it with its others (batching.step_pool). model: decoding_model(), when the caller holds it."""
         from pipeline.decode.beam_search import BeamBatch
-        from pipeline.nmt.batching import pad_sequences
+        from pipeline.nmt.token_batches import pad_sequences
 
         model, device = model or self.decoding_model(), self.models.device
         src, lengths = pad_sequences([item.source_ids for item in items], model.pad_id)

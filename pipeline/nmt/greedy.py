@@ -11,7 +11,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.token_batches import pad_sequences
 from pipeline.nmt.interface import StepModel
 
 

@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from pipeline.config import NmtTrainingProfile
 from pipeline.evaluation import corpus_bleu
-from pipeline.nmt.batching import (BatchStream, TokenBatcher, UpdateBatches, UpdateStream, collate, length_batches,
+from pipeline.nmt.token_batches import (BatchStream, TokenBatcher, UpdateBatches, UpdateStream, collate, length_batches,
                                    source_ids)
 from pipeline.nmt.checkpoint import checkpoint_name, list_checkpoints, load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks, all_sum, barrier, from_main, gather, shard

@@ -1,4 +1,4 @@
-"""Bounded LMBR gains (lattices/gains.py through pipeline/decode/lmbr.py's BoundedLmbrHook): every n-gram of the
+"""Bounded LMBR gains (lattices/gains.py through pipeline/decode/lmbr_hook.py's BoundedLmbrHook): every n-gram of the
 evidence space paid at most once per hypothesis, against a brute-force scorer."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lattices.gains import NgramGains
 from lattices.lmatrix import build_lmatrix
 from lattices.posteriors import NgramPosteriors
 from lattices.theta import Theta
-from pipeline.decode.lmbr import BoundedLmbrHook, LmbrHook
+from pipeline.decode.lmbr_hook import BoundedLmbrHook, LmbrHook
 
 BOS, EOS, VOCAB = 1, 2, 7
 THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")

@@ -9,7 +9,7 @@ from luigi.execution_summary import LuigiStatusCode
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import chain_factories
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.scores import max_output_lengths
 from pipeline.io import read_lines
 from pipeline.nmt.system import load_system

@@ -13,7 +13,7 @@ from pipeline.evaluation.bleu import corpus_bleu
 from tasks import DecodeFNMT, DecodePBMT, DecodeTNMT, EvaluateSystem
 from lattices.lmatrix_shards import LMatrixStore
 from pipeline.decode import SearchSettings, decode_sources
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import GridPoint, ReweightedStore, lmbr_grid
 from pipeline.nmt.system import load_system
 from tasks import ApplyBPE, BuildLMatrix, MeasureDecodingSpeed, NMTSystem

@@ -12,7 +12,7 @@ from pipeline.decode.anchored import COPIES, anchored_hooks, best_of_copies
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import chain_factories
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.translate import Translation
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources

@@ -10,7 +10,7 @@ from pipeline.decode import SearchSettings, beam_search, decode_sources
 from pipeline.decode.hooks import ScoreHook, SentenceMaskHook
 from pipeline.decode.scores import max_output_lengths
 from pipeline.decode.unbatched import unbatched_decode
-from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.token_batches import pad_sequences
 from pipeline.nmt.greedy import greedy_decode
 from pipeline.nmt.interface import Ensemble
 from tests.pipeline.decode.helpers import EOS, PAD, PrefixModel, exhaustive, reference_search

@@ -10,7 +10,7 @@ from lattices.acceptor import Acceptor
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import ChainHook
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.scores import max_output_lengths
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources

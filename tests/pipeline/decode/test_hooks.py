@@ -7,7 +7,7 @@ import torch
 
 from pipeline.decode import SearchSettings, beam_search
 from pipeline.decode.hooks import token_mask_factory
-from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.token_batches import pad_sequences
 from tests.pipeline.decode.helpers import PAD, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources
 

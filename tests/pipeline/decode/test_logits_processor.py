@@ -24,7 +24,7 @@ from lattices.theta import Theta  # noqa: E402
 from pipeline.decode.batching import decode_sources  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.hooks import ScoreHook  # noqa: E402
-from pipeline.decode.lmbr import lmbr_hook_factory  # noqa: E402
+from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.logits_processor import HookLogitsProcessor  # noqa: E402
 from pipeline.nmt.pretrained import load_pretrained  # noqa: E402
 from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_m2m100, tiny_marian  # noqa: E402

@@ -11,10 +11,10 @@ from lattices.acceptor import Acceptor
 from pipeline.decode.beam_search import BeamBatch
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import SentenceMaskHook
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.scores import max_output_lengths
 from pipeline.decode.speed import QueryCounter
-from pipeline.nmt.batching import pad_sequences
+from pipeline.nmt.token_batches import pad_sequences
 from pipeline.nmt.interface import Ensemble
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources, tokens_of

@@ -9,7 +9,7 @@ import torch
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.allocation import Allocation, allocated_top_candidates
 from pipeline.decode.hooks import chain_factories
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.terms import TermHook, _TermTables, contains, term_automaton, term_hook_factory
 from pipeline.decode.topk import TopCandidates
 from tests.pipeline.decode.helpers import EOS, PrefixModel, exhaustive

@@ -126,7 +126,7 @@ def test_a_pool_of_batches_with_shared_caches_steps_each_on_its_own(vocab):
     from pipeline.decode.beam_search import BeamBatch
     from pipeline.decode.hooks import ScoreHook
     from pipeline.decode.scores import max_output_lengths
-    from pipeline.nmt.batching import pad_sequences
+    from pipeline.nmt.token_batches import pad_sequences
 
     model = fast(make_model("transformer", vocab, seed=8).eval())
     rng = random.Random(3)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.nmt.batching import collate
+from pipeline.nmt.token_batches import collate
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint
 from pipeline.nmt.distributed import Ranks, shard
 from pipeline.nmt.launch import (LaunchError, TrainingJob, launch, launch_command, ranks_per_node,

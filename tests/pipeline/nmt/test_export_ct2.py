@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from pipeline.nmt.batching import collate
+from pipeline.nmt.token_batches import collate
 from pipeline.nmt.checkpoint import save_checkpoint
 from pipeline.nmt.export_ct2 import export_checkpoint, export_model
 from pipeline.nmt.greedy import translate_ids

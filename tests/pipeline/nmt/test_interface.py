@@ -3,7 +3,7 @@ reordered inputs, padding never leaks into a sentence's scores, and ensembles av
 import pytest
 import torch
 
-from pipeline.nmt.batching import collate
+from pipeline.nmt.token_batches import collate
 from pipeline.nmt.interface import DecoderState, Ensemble
 from tests.pipeline.nmt.conftest import digit_data, make_model
 

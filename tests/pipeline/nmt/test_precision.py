@@ -91,7 +91,7 @@ def test_fp16_decoding_needs_cuda(tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_fp16_decoding_gives_the_fp32_outputs_on_cuda(trained):
-    from pipeline.nmt.batching import source_ids
+    from pipeline.nmt.token_batches import source_ids
     from pipeline.nmt.checkpoint import model_from_checkpoint
     from pipeline.nmt.greedy import translate_ids
     from pipeline.nmt.interface import Ensemble

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.nmt.batching import source_ids
+from pipeline.nmt.token_batches import source_ids
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint
 from pipeline.nmt.greedy import translate_ids
 from pipeline.nmt.loss import label_smoothed_loss

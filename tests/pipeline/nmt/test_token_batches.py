@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from pipeline.nmt.batching import BatchStream, TokenBatcher, UpdateStream, collate, length_batches, source_ids
+from pipeline.nmt.token_batches import BatchStream, TokenBatcher, UpdateStream, collate, length_batches, source_ids
 from tests.pipeline.nmt.conftest import digit_data
 
 

@@ -12,7 +12,7 @@ from lattices.posteriors import ngram_posteriors
 from lattices.theta import Theta
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.decode.hooks import token_mask_factory
-from pipeline.decode.lmbr import lmbr_hook_factory
+from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.errors import DataError
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources
