@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--work-dir", default="work")
     p.add_argument("--data-dir", help="the data folder (default: the project's setting)")
+    p.add_argument("--config-dir", help="a folder of tasks/*.toml and profiles/*.toml (default: the checkout's "
+                   "configs/): a recipe tried on a copy of the profile")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-updates", type=int, default=0, help="stop after this update (0: the profile's cap)")
     p.add_argument("--budget-minutes", type=float, default=0.0,
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.config_dir:
+        extra["config_dir"] = args.config_dir
     task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=args.work_dir, architecture=args.architecture,
                     seed=args.seed, **extra)
     missing = [name for name, needed in task.requires().items() if not needed.complete()]
@@ -80,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         write_json(args.out, {"benchmark": "learning_curve", "machine": machine(args.threads), "threads": args.threads,
                               "profile": args.profile, "task": args.task, "model": task.label(),
+                              "config_dir": args.config_dir,
                               "state_dir": str(state_dir), "caps": caps, "updates": result.updates,
                               "stop_reason": result.stop_reason, "minutes": round(result.elapsed / 60, 1),
                               "curve": curve})

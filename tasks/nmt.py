@@ -30,6 +30,7 @@ from pipeline.nmt.unfold import unfold
 from pipeline.vocab import Vocabulary
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser
+from tasks.distill import DistillPBMT, teacher_targets
 
 NMT_SYSTEMS = {"FNMT": "gru", "TNMT": "transformer"}  # the paper's pure NMT systems and their architecture
 
@@ -61,10 +62,13 @@ class TrainNMT(NmtModelTask):
         return default_device().type == "cuda"
 
     def requires(self) -> dict[str, PipelineTask]:
-        splits = self.config.splits
-        return {"train": self.clone(ApplyBPE, split=splits.train), "tune": self.clone(ApplyBPE, split=splits.tune),
-                "vocab": self.clone(BuildVocab), "tune_raw": self.clone(TokenizeSplit, split=splits.tune),
-                "truecaser": self.clone(TrainTruecaser)}
+        splits, training = self.config.splits, self.arch_profile().training
+        needed = {"train": self.clone(ApplyBPE, split=splits.train), "tune": self.clone(ApplyBPE, split=splits.tune),
+                  "vocab": self.clone(BuildVocab), "tune_raw": self.clone(TokenizeSplit, split=splits.tune),
+                  "truecaser": self.clone(TrainTruecaser)}
+        if training.distillation != "none":
+            needed["teacher"] = self.clone(DistillPBMT, split=splits.train, variant=training.distillation_variant)
+        return needed
 
     def params(self) -> dict[str, Any]:
         profile = dataclasses.asdict(self.arch_profile())
@@ -74,6 +78,13 @@ class TrainNMT(NmtModelTask):
             profile["training"].pop(unused)
         if profile["training"]["precision"] == "fp32":
             profile["training"].pop("precision")
+        # settings that are off leave the hash of the models trained before they existed
+        for recipe in ("source_word_dropout", "target_word_dropout", "decoder_layerdrop"):
+            if profile.get(recipe) == 0.0:
+                profile.pop(recipe)
+        if profile["training"]["distillation"] == "none":
+            profile["training"].pop("distillation")
+            profile["training"].pop("distillation_variant")
         return {"architecture": self.architecture, "seed": self.seed, "model": profile}
 
     def state_dir(self) -> Path:
@@ -91,7 +102,8 @@ class TrainNMT(NmtModelTask):
     def _job(self, config: Any, threads: int) -> TrainingJob:
         """The run as the trainer reads it, in this process or in torchrun's ranks (pipeline/nmt/launch.py)."""
         src, tgt, training = self.config.source, self.config.target, self.arch_profile().training
-        inputs = {name: task.artifact_dir() for name, task in self.requires().items()}
+        needed = self.requires()
+        inputs = {name: task.artifact_dir() for name, task in needed.items()}
         truecaser = inputs["truecaser"] / f"truecase.{tgt}.json"
         valid = {"source": str(inputs["tune"] / f"bpe.{src}.gz"), "target": str(inputs["tune"] / f"bpe.{tgt}.gz"),
                  "references": str(inputs["tune_raw"] / f"raw.{tgt}.gz"), "sentences": training.valid_sentences,
@@ -101,8 +113,10 @@ class TrainNMT(NmtModelTask):
         return TrainingJob(model=config.to_dict(), training=dataclasses.asdict(training), seed=self.seed,
                            state_dir=str(self.state_dir().resolve()),
                            vocabularies={"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"},
-                           train={side: str((inputs["train"] / f"bpe.{lang}.gz").resolve())
-                                  for side, lang in (("source", src), ("target", tgt))},
+                           train={**{side: str((inputs["train"] / f"bpe.{lang}.gz").resolve())
+                                     for side, lang in (("source", src), ("target", tgt))},
+                                  **({"teacher": str(teacher_targets(needed["teacher"]).resolve())}
+                                     if "teacher" in needed else {})},
                            valid=valid, threads=threads)
 
     def _train(self, config: Any) -> tuple[TrainingResult, dict[str, Any]]:

@@ -117,8 +117,15 @@ class NmtTrainingProfile:
     precision: str = "fp32"
     update_freq: int = 1  # batches of max_tokens accumulated into one update (gradient accumulation)
     compile: bool = False  # torch.compile the model for training (the same maths, fused kernels)
+    # Sequence-level knowledge distillation (Kim & Rush 2016): "pbmt" trains on the PBMT's 1-best translations of the
+    # training source instead of the references, "pbmt+references" on both (twice the pairs); "none" on the references
+    distillation: str = "none"
+    distillation_variant: str = ""  # the Table 2 variant whose PBMT limits translate the training source ("": the
+                                    # profile's [pbmt] limits); the PBMT's weights are the profile's MERT weights
 
 
+#: Sequence-level distillation: where an NMT model's training targets come from (pipeline/nmt/distillation.py).
+DISTILLATIONS = ("none", "pbmt", "pbmt+references")
 #: Training precisions (pipeline/nmt/precision.py says what each becomes on a device).
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
 #: Learning-rate schedules: pipeline/nmt/lr_schedule.py's SCHEDULES (named here so that config stays free of torch).
@@ -153,6 +160,10 @@ class TransformerProfile:
     # activation dropout draws 4x as many random numbers as the residual dropout of a layer
     attention_dropout: float = 0.0  # on the attention weights
     activation_dropout: float = 0.0  # on the feed-forward ReLU's output
+    # the low-resource recipe (Sennrich & Zhang 2019; Araabi & Monz 2020), all off by default
+    source_word_dropout: float = 0.0  # each source token's embedding dropped whole with this probability
+    target_word_dropout: float = 0.0  # the same on the decoder's input tokens (teacher forcing)
+    decoder_layerdrop: float = 0.0  # each decoder layer skipped whole in a training forward pass (Fan et al. 2020)
 
 
 @dataclass(frozen=True)
@@ -183,12 +194,15 @@ class NmtProfile:
                 ("training.ranks", t.ranks >= 0, "must be 0 (one per GPU) or a positive number of processes"),
                 ("training.precision", t.precision in PRECISIONS, f"must be one of {', '.join(PRECISIONS)}"),
                 ("training.update_freq", t.update_freq >= 1, "must be at least 1"),
+                ("training.distillation", t.distillation in DISTILLATIONS,
+                 f"must be one of {', '.join(DISTILLATIONS)}"),
             ]
             if arch == "transformer":
                 checks.append(("heads", model.heads > 0 and model.model_size % model.heads == 0,
                                "must divide model_size"))
                 checks += [(key, 0 <= getattr(model, key) < 1, "must be in [0, 1)")
-                           for key in ("attention_dropout", "activation_dropout")]
+                           for key in ("attention_dropout", "activation_dropout", "source_word_dropout",
+                                       "target_word_dropout", "decoder_layerdrop")]
             found += [(f"{arch}.{key}", problem) for key, ok, problem in checks if not ok]
         return found
 
@@ -402,4 +416,10 @@ class Profile:
         sections = [("lm", self.lm), ("data", self.data), ("pbmt", self.pbmt), ("nmt", self.nmt),
                     ("decode", self.decode), *((f"variants.{name}", v) for name, v in self.variants.items()),
                     ("lmbr", self.lmbr)]
-        return [(f"{prefix}.{key}", problem) for prefix, section in sections for key, problem in section.problems()]
+        found = [(f"{prefix}.{key}", problem) for prefix, section in sections for key, problem in section.problems()]
+        for arch in ("gru", "transformer"):
+            variant = getattr(self.nmt, arch).training.distillation_variant
+            if variant and variant not in self.variants:
+                found.append((f"nmt.{arch}.training.distillation_variant",
+                              f"names no [variants.{variant}] (known: {', '.join(self.variants) or 'none'})"))
+        return found

@@ -29,6 +29,7 @@ import torch
 from pipeline.config import NmtTrainingProfile
 from pipeline.errors import PipelineError
 from pipeline.io import read_json, read_lines, write_json
+from pipeline.nmt.distillation import distilled_corpus
 from pipeline.nmt.distributed import Ranks, barrier, rank_device, start, stop
 from pipeline.nmt.models import config_from_dict
 from pipeline.nmt.precision import training_precision
@@ -52,7 +53,8 @@ class TrainingJob:
     seed: int
     state_dir: str
     vocabularies: dict[str, str]  # {"source": file, "target": file}, written into state_dir
-    train: dict[str, str]  # {"source": bpe gz, "target": bpe gz}, one segment a line
+    train: dict[str, str]  # {"source": bpe gz, "target": bpe gz}, one segment a line; with distillation also
+    #                        "teacher": the teacher's translations of the source (bpe gz, line-aligned)
     valid: dict[str, Any] | None = None  # source, target (bpe gz), references (raw gz), sentences, target_lang,
     #                                      tokenizer, truecaser (json or ""), tokenizer_cache
     threads: int = 1  # torch threads per rank
@@ -105,7 +107,12 @@ def run_job(job: TrainingJob, ranks: Ranks, **trainer_options: Any) -> TrainingR
 def _train(job: TrainingJob, ranks: Ranks, device: torch.device, **trainer_options: Any) -> TrainingResult:
     training = NmtTrainingProfile(**{**job.training, "seeds": tuple(job.training["seeds"])})
     vocabs = [Vocabulary.load(Path(job.state_dir) / job.vocabularies[side]) for side in ("source", "target")]
-    train = ParallelText(_token_lines(job.train["source"]), _token_lines(job.train["target"]))
+    teacher = _token_lines(job.train["teacher"]) if training.distillation != "none" else []
+    corpus = distilled_corpus(_token_lines(job.train["source"]), _token_lines(job.train["target"]), teacher,
+                              training.distillation)
+    if training.distillation != "none":
+        _LOG.info("distillation %s: %s", training.distillation, corpus.stats)
+    train = ParallelText(corpus.sources, corpus.targets)
     trainer = Trainer(config_from_dict(job.model), training, job.seed, vocabs[0], vocabs[1], train,
                       Path(job.state_dir), valid=_validation(job.valid) if job.valid else None, device=device,
                       vocab_paths=job.vocabularies, log_every=job.log_every, ranks=ranks,

@@ -33,7 +33,10 @@ def model_config(architecture: str, profile: GruProfile | TransformerProfile, sr
         assert isinstance(profile, TransformerProfile)
         return TransformerConfig(layers=profile.layers, model_size=profile.model_size, heads=profile.heads,
                                  ff_size=profile.ff_size, attention_dropout=profile.attention_dropout,
-                                 activation_dropout=profile.activation_dropout, **common)
+                                 activation_dropout=profile.activation_dropout,
+                                 source_word_dropout=profile.source_word_dropout,
+                                 target_word_dropout=profile.target_word_dropout,
+                                 decoder_layerdrop=profile.decoder_layerdrop, **common)
     raise ValueError(f"unknown NMT architecture {architecture!r} (known: {', '.join(ARCHITECTURES)})")
 
 

@@ -148,7 +148,9 @@ class Trainer:
         self.net: torch.nn.Module = self.model  # what the forward pass calls: the model, or its DDP wrapper
         if ranks.distributed:
             self.net = torch.nn.parallel.DistributedDataParallel(
-                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                # LayerDrop leaves a skipped layer's parameters without a gradient in that rank's pass
+                find_unused_parameters=getattr(config, "decoder_layerdrop", 0.0) > 0)
             if not ranks.main:
                 torch.manual_seed(_rank_seed(seed, ranks.rank))
         if training.compile:

@@ -43,6 +43,9 @@ class TransformerConfig:
     dropout: float = 0.0  # on the embeddings and on each sub-layer's output before the residual sum
     attention_dropout: float = 0.0  # on the attention weights (0 keeps the fused attention kernels)
     activation_dropout: float = 0.0  # on the feed-forward ReLU's output
+    source_word_dropout: float = 0.0  # training: each source token's embedding dropped whole (inverted scaling)
+    target_word_dropout: float = 0.0  # training: the same on the decoder's input tokens
+    decoder_layerdrop: float = 0.0  # training: each decoder layer skipped whole with this probability
     max_positions: int = 1024
     layer_norm_eps: float = 1e-6
     architecture: str = "transformer"
@@ -244,18 +247,31 @@ class TransformerModel(NMTModel):
         nn.init.normal_(self.src_embed.weight, std=c.model_size ** -0.5)
         nn.init.normal_(self.tgt_embed.weight, std=c.model_size ** -0.5)
 
-    def _embed(self, table: nn.Embedding, tokens: Tensor, start: int) -> Tensor:
-        """tokens [B, L] at positions start.. -> [B, L, d]."""
+    def _embed(self, table: nn.Embedding, tokens: Tensor, start: int, word_dropout: float = 0.0) -> Tensor:
+        """tokens [B, L] at positions start.. -> [B, L, d]. In training, `word_dropout` drops each token's whole
+        embedding (not its position) with that probability, the kept ones scaled by 1 / (1 - p) as dropout is."""
         end = start + tokens.shape[1]
         if end > self.config.max_positions:
             raise ValueError(f"sequence of {end} positions exceeds max_positions {self.config.max_positions}")
-        return self.dropout(table(tokens) * self.embed_scale + self.positions[start:end])
+        words = table(tokens) * self.embed_scale
+        if self.training and word_dropout > 0:
+            words = F.dropout(words.new_ones(*tokens.shape, 1), word_dropout) * words
+        return self.dropout(words + self.positions[start:end])
+
+    def _skipped_layers(self) -> set[int]:
+        """LayerDrop (Fan et al. 2020): the decoder layers this training forward pass leaves out, each with
+        probability decoder_layerdrop (one draw per layer from torch's generator); none outside training."""
+        p = self.config.decoder_layerdrop
+        if not self.training or p <= 0:
+            return set()
+        draws = torch.rand(len(self.decoder_layers))
+        return {i for i in range(len(self.decoder_layers)) if draws[i] < p}
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> DecoderState:
         """src [N, S], src_lengths [N] -> state of N rows with the source keys/values of every decoder layer."""
         s = src.shape[1]
         src_mask = torch.arange(s, device=src.device)[None, :] < src_lengths.to(src.device)[:, None]
-        x = self._embed(self.src_embed, src, 0)
+        x = self._embed(self.src_embed, src, 0, self.config.source_word_dropout)
         for layer in self.encoder_layers:
             x = layer(x, src_mask[:, None, :])
         memory = self.encoder_norm(x)
@@ -288,10 +304,13 @@ class TransformerModel(NMTModel):
         if "ancestry" in state.tensors:
             return self._decode_through_ancestry(state, tokens)
         t = state.tensors
-        x = self._embed(self.tgt_embed, tokens, state.time)
+        x = self._embed(self.tgt_embed, tokens, state.time, self.config.target_word_dropout)
         src_mask = t["src_mask"][:, None, :]
         new = dict(t)
+        skipped = self._skipped_layers()
         for i, layer in enumerate(self.decoder_layers):
+            if i in skipped:  # training only: its caches are never read
+                continue
             x, new[f"self_k{i}"], new[f"self_v{i}"] = layer(
                 x, (t[f"self_k{i}"], t[f"self_v{i}"]), state.time, (t[f"mem_k{i}"], t[f"mem_v{i}"]), src_mask, causal)
         return self.decoder_norm(x), DecoderState(new, state.time + tokens.shape[1], state.per_source, state.per_time)

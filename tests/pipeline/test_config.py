@@ -295,3 +295,26 @@ def test_a_linear_schedule_needs_max_updates_above_its_warm_up(tmp_path):
     with pytest.raises(ConfigError, match="'nmt.transformer.training.lr_schedule' must be one of inverse_sqrt, "
                                           "constant, linear"):
         config.load_profile("medium", folder)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("decoder_layerdrop = 1.0", "'nmt.transformer.decoder_layerdrop' must be in \\[0, 1\\)"),
+    ("source_word_dropout = -0.1", "'nmt.transformer.source_word_dropout' must be in \\[0, 1\\)"),
+    ("target_word_dropout = 1.5", "'nmt.transformer.target_word_dropout' must be in \\[0, 1\\)"),
+])
+def test_the_low_resource_regularisers_are_probabilities(tmp_path, setting, message):
+    folder = edit_config(tmp_path, "profiles/small.toml", "[nmt.transformer]\n", f"[nmt.transformer]\n{setting}\n")
+    with pytest.raises(ConfigError, match=message):
+        config.load_profile("small", folder)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ('distillation = "hybrid"', "'nmt.transformer.training.distillation' must be one of none, pbmt, pbmt\\+references"),
+    ('distillation_variant = "fast"', "'nmt.transformer.training.distillation_variant' names no \\[variants.fast\\]"),
+])
+def test_distillation_names_a_known_teacher_and_variant(tmp_path, setting, message):
+    folder = edit_config(tmp_path, "profiles/small.toml", "[nmt.transformer.training]\n",
+                         f"[nmt.transformer.training]\n{setting}\n")
+    with pytest.raises(ConfigError, match=message):
+        config.load_profile("small", folder)
+    assert config.load_profile("small").nmt.transformer.training.distillation == "none"

@@ -31,6 +31,24 @@ def test_loss_and_gradient_equal_cross_entropy_with_label_smoothing(smoothing):
     assert torch.count_nonzero(ours[2, 1:]) == 0 and torch.count_nonzero(ours[0, 4:]) == 0  # no gradient on pads
 
 
+@pytest.mark.parametrize("scale", [1 / 37.0, 2.5, -0.75])
+def test_the_gradient_carries_the_upstream_factor_of_a_scaled_loss(scale):
+    """Training backpropagates loss / target_tokens (times a rank's weight), so backward receives an upstream
+    gradient other than 1: the hand-written gradient must be multiplied by it, as autograd's is."""
+    torch.manual_seed(2)
+    logits = torch.randn(2, 7, 25, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(1, 25, (2, 7))
+    target[1, 5:] = 0
+    loss, _ = label_smoothed_loss(logits, target, 0, 0.2)
+    (loss * scale).backward()
+    ours = logits.grad.clone()
+    logits.grad = None
+    (_reference(logits, target, 0, 0.2) * scale).backward()
+    assert torch.allclose(ours, logits.grad, atol=1e-6)
+    unscaled, = torch.autograd.grad(label_smoothed_loss(logits, target, 0, 0.2)[0], logits)
+    assert not torch.allclose(ours, unscaled, atol=1e-3)  # the factor reached the gradient
+
+
 def test_a_half_precision_input_is_summed_in_fp32():
     torch.manual_seed(1)
     logits = torch.randn(2, 5, 30)
