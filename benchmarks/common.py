@@ -10,6 +10,7 @@ import platform
 import random
 import sys
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,16 @@ if str(REPO) not in sys.path:
 
 
 def machine(threads: int, device: str = "cpu") -> dict:
-    """CPU model, cores, platform, torch version and threads, the load average at the start, OMP_WAIT_POLICY, and
-    the device the benchmark ran on (with the GPU's name for a CUDA device)."""
+    """The date (UTC), CPU model, cores, platform, torch version and threads, the load average at the start,
+    OMP_WAIT_POLICY, and the device the benchmark ran on (with the GPU's name for a CUDA device)."""
     cpu = "unknown"
     try:
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
+    return {"date": datetime.now(timezone.utc).date().isoformat(), "cpu": cpu, "cpu_count": os.cpu_count(),
+            "platform": platform.platform(), "torch": torch.__version__,
             "torch_threads": threads, "load_average_at_start": os.getloadavg(), "device": device,
             "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
             **({"gpu": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}
@@ -76,7 +78,7 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict]:
     from pipeline.vocab import Vocabulary
 
     if args.model:
-        loaded = load_models(args.model, args.device)
+        loaded = load_models(args.model, getattr(args, "device", "cpu"))
         members = loaded.ensemble.models
         return loaded.ensemble, loaded.src_vocab, {
             "kind": "trained", "files": [str(p) for p in loaded.members],
@@ -88,7 +90,7 @@ def load_model(args: argparse.Namespace) -> tuple[Any, Any, dict]:
     profile = load_profile(args.profile)
     torch.manual_seed(1)
     model = build_model(model_config(args.architecture, getattr(profile.nmt, args.architecture), vocab, vocab))
-    model = model.to(args.device).eval()
+    model = model.to(getattr(args, "device", "cpu")).eval()
     return Ensemble([model]), vocab, {"kind": f"random weights at the {args.profile} profile's sizes",
                                       "architectures": [args.architecture], "parameters": model.num_parameters(),
                                       "vocab_sizes": [len(vocab), len(vocab)]}
