@@ -82,7 +82,7 @@ def summary(runs: list[dict]) -> dict:
             "same_output_every_run": all(r["sha256"] == runs[0]["sha256"] for r in runs), "runs": runs}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     artifact_arguments(p, "eng-ger")
     p.add_argument("--build", action="store_true", help="build the missing tokenization/truecasing/alignment")
@@ -90,7 +90,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--json", type=Path, default=REPO / "results" / "benchmarks" / "phrase_table.json")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     inputs = locate(args)
     checkouts = {"this": REPO, **({"reference": args.reference.resolve()} if args.reference else {})}
     runs: dict[str, list[dict]] = {name: [] for name in checkouts}

@@ -68,7 +68,7 @@ def cross_entropy(model, sources: list[list[int]], targets: list[list[int]], bos
     return total / count
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", type=Path, required=True, help="the FNMT system.json (NMTSystem artifact)")
     parser.add_argument("--shrunken", type=Path, help="a shrunken model.pt (ShrinkEnsemble); default: shrink here")
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "shrunken_ensemble.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     ensemble, src_vocab, tgt_vocab = load_system(args.system)

@@ -25,9 +25,11 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import sacrebleu  # noqa: E402
 
+from common import machine  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.text import BpeSegmenter, TextProcessor, Truecaser, get_tokenizer, learn_bpe  # noqa: E402
 
@@ -129,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             print(f"{r.task:6} {r.lang:4} {r.dev_lines:6d} {r.bleu:7.2f} {r.differing_lines:7d} "
                   f"{r.differing_beyond_spaces:13d} {r.seconds:6.1f}", flush=True)
-    payload = {"train_lines": args.train_lines, "merges": args.merges, "results": [asdict(r) for r in results]}
+    payload = {"benchmark": "text_roundtrip", "command": " ".join([Path(sys.executable).name, *sys.argv]),
+               "machine": machine(1), "train_lines": args.train_lines, "merges": args.merges,
+               "results": [asdict(r) for r in results]}
     write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0

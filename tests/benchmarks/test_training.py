@@ -1,0 +1,71 @@
+"""Smoke tests of the training benchmarks: nmt_train (its worker run in this process instead of one process per
+run) and peer_nmt (which needs the eole package and an hour a run: its log parsing and its report, with the two
+toolkits' runs faked)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from tests.benchmarks.conftest import benchmark
+
+
+def test_nmt_train_measures_both_models_on_synthetic_data(run_benchmark, monkeypatch, tmp_path):
+    module = benchmark("nmt_train")
+
+    def in_process(args, architecture, variant, loss_updates=0):  # what spawn's worker process does
+        code_root, precision, compiled = variant
+        return module.worker(argparse.Namespace(**{**vars(args), "architectures": architecture, "precision": precision,
+                                                   "compiled": compiled, "loss_updates": loss_updates}))
+
+    monkeypatch.setattr(module, "spawn", in_process)
+    report = run_benchmark("nmt_train", "--profile", "tiny", "--architectures", "gru,transformer", "--threads", "1",
+                           "--runs", "1", "--warmup", "1", "--updates", "2", "--lines", "200", "--synthetic-vocab",
+                           "200", "--work-dir", str(tmp_path / "no-work"))
+    assert report["data"]["kind"] == "synthetic"
+    assert [r["architecture"] for r in report["results"]] == ["gru", "transformer"]
+    for result in report["results"]:
+        current = result["variants"]["current"]
+        assert current["parameters"] > 0 and current["precision"] == "fp32"
+        assert current["median_target_tokens_per_s"] > 0 and len(current["target_tokens_per_s_runs"]) == 1
+
+
+EOLE_LOG = """[2026-11-30 06:00:01] Step 20/ 9999; acc: 2.1; ppl: 9000.1; xent: 9.1; aux: 0.000; lr: 1.33e-05; sents:   1000; bsz: 1800/1667/50; 3300/3000 tok/s;     10 sec;
+[2026-11-30 06:00:11] Step 40/ 9999; acc: 3.1; ppl: 5000.3; xent: 8.5; aux: 0.000; lr: 2.66e-05; sents:   1000; bsz: 1800/1667/50; 3400/3100 tok/s;     21 sec;
+"""
+
+
+def test_peer_nmt_reads_eoles_log_and_its_steady_rate():
+    module = benchmark("peer_nmt")
+    reports = module.parse_eole_log(EOLE_LOG)
+    assert reports == [{"step": 20, "lr": 1.33e-05, "target_tokens_per_s": 3000.0, "train_s": 10.0},
+                       {"step": 40, "lr": 2.66e-05, "target_tokens_per_s": 3100.0, "train_s": 21.0}]
+    assert module.steady_rate([(0.0, 0.0), (60.0, 1000.0), (120.0, 4000.0)], skip=60.0) == 50.0
+    assert module.steady_rate([(0.0, 0.0)], skip=60.0) is None
+
+
+def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_path):
+    module = benchmark("peer_nmt")
+    args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "2", "--minutes",
+                              "1", "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "peer.json")])
+    assert args.minutes == [1.0] and args.eole_batch_size == 0 and args.previous is None
+
+    def fake(rate):
+        return lambda args, data, out, minutes: {"steady_target_tokens_per_s": rate,
+                                                 "checkpoints": {f"{m:g}": {"update": 10, "bleu": 1.5} for m in minutes}}
+
+    for name, value in (("task_data", lambda *a: None), ("ensure_peer", lambda venv: venv),
+                        ("run_ours", fake(120.0)), ("run_eole", fake(100.0)),
+                        ("evaluate", lambda args, data, runs, out: None)):
+        monkeypatch.setattr(module, name, value)
+    module.main(args)
+    report = json.loads((tmp_path / "peer.json").read_text())
+    assert report["speed"] == {"ours": 120.0, "eole": 100.0}
+    assert len(report["speed_runs"]["ours"]) == 2 and set(report["machines"]) == {"speed", "quality"}
+    assert report["quality"]["ours"]["checkpoints"]["1"]["update"] == 10
+    # a later run of one phase keeps the other's
+    again = module.parse_args(["--profile", "tiny", "--phases", "speed", "--speed-runs", "1", "--previous",
+                               str(tmp_path / "peer.json"), "--run-dir", str(tmp_path / "runs"),
+                               "--out", str(tmp_path / "peer2.json")])
+    module.main(again)
+    kept = json.loads((tmp_path / "peer2.json").read_text())
+    assert "quality" in kept and len(kept["speed_runs"]["eole"]) == 1
