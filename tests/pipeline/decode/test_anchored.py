@@ -17,7 +17,7 @@ from pipeline.decode.translate import Translation
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources
 from tests.pipeline.decode.test_constraints import VOCAB, limits_of, random_strings
-from tests.pipeline.decode.test_lmbr import Store, chain_lattice, matrices_for, random_lattice
+from tests.pipeline.decode.test_lmbr_hook import Store, chain_lattice, matrices_for, random_lattice
 
 torch.set_num_threads(1)
 

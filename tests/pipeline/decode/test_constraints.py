@@ -14,7 +14,7 @@ from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.scores import max_output_lengths
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources
-from tests.pipeline.decode.test_lmbr import THETA, Store, matrices_for, random_lattice, slow_bonus
+from tests.pipeline.decode.test_lmbr_hook import THETA, Store, matrices_for, random_lattice, slow_bonus
 from lattices.posteriors import ngram_posteriors
 
 torch.set_num_threads(1)

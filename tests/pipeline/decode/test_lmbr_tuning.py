@@ -9,7 +9,7 @@ import random
 
 from pipeline.decode.lmbr_tuning import (GridPoint, ReweightedStore, best_bleu, lmbr_grid, race_grid, tune_lmbr,
                                          tune_lmbr_in_stages)
-from tests.pipeline.decode.test_lmbr import Store, chain_lattice
+from tests.pipeline.decode.test_lmbr_hook import Store, chain_lattice
 
 
 def test_grid_moves_p_and_r_within_bounds_and_drops_duplicates():

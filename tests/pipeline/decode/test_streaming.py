@@ -19,7 +19,7 @@ from pipeline.nmt.interface import Ensemble
 from tests.pipeline.decode.helpers import BOS, EOS, PrefixModel
 from tests.pipeline.decode.test_beam_search import random_sources, tokens_of
 from tests.pipeline.decode.test_constraints import limits_of, random_strings
-from tests.pipeline.decode.test_lmbr import THETA, Store, random_lattice
+from tests.pipeline.decode.test_lmbr_hook import THETA, Store, random_lattice
 from tests.pipeline.nmt.conftest import digit_vocab, make_model
 
 torch.set_num_threads(1)

@@ -14,7 +14,7 @@ from pipeline.decode.terms import TermHook, _TermTables, contains, term_automato
 from pipeline.decode.topk import TopCandidates
 from tests.pipeline.decode.helpers import EOS, PrefixModel, exhaustive
 from tests.pipeline.decode.test_beam_search import random_sources
-from tests.pipeline.decode.test_lmbr import VOCAB as LMBR_VOCAB, Store, matrices_for, random_lattice
+from tests.pipeline.decode.test_lmbr_hook import VOCAB as LMBR_VOCAB, Store, matrices_for, random_lattice
 
 torch.set_num_threads(1)
 
