@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.deploy.translator import Prepared
-from pipeline.deploy.workers import start_worker
+from pipeline.deploy.workers import ignore_stop_signals, start_worker
 
 __all__ = ["ProcessDecoder"]
 
@@ -57,14 +57,13 @@ def _picklable(error: Exception) -> Exception:
 
 def _serve(connection: Connection, folder: str, threads: int) -> None:
     """The worker's loop: lists of (key, Prepared) in; ("done", ...) or ("error", ...) out; None in: finish, exit."""
+    ignore_stop_signals()  # first: until now they were blocked (pipeline/deploy/workers.py)
     import torch
 
     from pipeline.decode.batching import step_pool
-    from pipeline.deploy.workers import ignore_stop_signals
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
-    ignore_stop_signals()
     torch.set_num_threads(threads)
     translator = Translator(load_system(Path(folder)), device="cpu", decode_only=True)
     model = translator.decoding_model()

@@ -45,6 +45,7 @@ in sentences: `submit` refuses a request that would overfill it (:class:`Overloa
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import deque
@@ -157,6 +158,8 @@ class DecodingService:
         with self._lock:
             if self._closing:
                 raise Closed("the service is shutting down")
+            if self._workers and all(w.gone for w in self._workers):
+                raise Closed("no decoding process is left (none could be started again)")
             if self._queued + len(lines) > self.max_queue:
                 raise Overloaded(f"{self._queued} sentences are waiting (at most {self.max_queue})")
             request = _Request(list(lines), future, terms, [""] * len(lines), len(lines), time.perf_counter())
@@ -417,15 +420,9 @@ class DecodingService:
                 if keys:
                     self._lost(worker, keys, RuntimeError(f"the decoding process ended (exit code "
                                                           f"{worker.decoder.exitcode})"))
-                if closed or worker.gone:
+                if closed or worker.gone or not self._restart(worker):
                     self._fail_stranded()
                     return
-                try:
-                    worker.decoder.start()
-                finally:
-                    with self._lock:
-                        worker.starting = False
-                        self._lock.notify_all()
                 continue
             if message[0] == "error":
                 self._lost(worker, message[1], message[2])
@@ -435,15 +432,34 @@ class DecodingService:
             for entry, hyps in ended:
                 self._ended(entry, hyps)
 
+    def _restart(self, worker: _Worker) -> bool:
+        """Starts a dead decoding process again. False when it could not start (it died while loading, or the system
+        would not load): the worker is then gone, and said so on stderr unless the server is shutting down."""
+        try:
+            worker.decoder.start()
+        except RuntimeError as e:
+            with self._lock:
+                worker.gone = True
+                if not self._closing:
+                    print(f"lmbr serve: {e}; it is not started again", file=sys.stderr, flush=True)
+            return False
+        finally:
+            with self._lock:
+                worker.starting = False
+                self._lock.notify_all()
+        return True
+
     def _fail_stranded(self) -> None:
-        """During shutdown with every decoding process gone: the sentences waiting for one fail their requests."""
+        """With every decoding process gone (closed at shutdown, or dead and not started again): the sentences
+        waiting for one fail their requests."""
         with self._lock:
             if not self._workers or any(not w.gone and not w.closed for w in self._workers) or not self._ready:
                 return
             stranded = list(self._ready)
             self._ready.clear()
             self._queued -= len(stranded)
-            error = Closed("the server shut down (its decoding processes ended) before this request was translated")
+            error = Closed("the server shut down (its decoding processes ended) before this request was translated"
+                           if self._closing else "no decoding process is left to translate this request")
             for request, _, _ in stranded:
                 if not request.future.done():
                     request.future.set_exception(error)

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from pipeline.deploy.terms import Terminology
 from pipeline.deploy.translator import Prepared
-from pipeline.deploy.workers import start_worker
+from pipeline.deploy.workers import ignore_stop_signals, start_worker
 
 __all__ = ["ProcessPreparer", "WorkerDied"]
 
@@ -32,13 +32,12 @@ class WorkerDied(RuntimeError):
 
 def _serve(connection: Connection, folder: str, batch_lines: int, threads: int) -> None:
     """The worker's loop: (lines, terms, first_line) in, ("ok", prepared, seconds) or ("error", exception) out."""
+    ignore_stop_signals()  # first: until now they were blocked (pipeline/deploy/workers.py)
     import torch
 
-    from pipeline.deploy.workers import ignore_stop_signals
     from pipeline.deploy.system import load_system
     from pipeline.deploy.translator import Translator
 
-    ignore_stop_signals()
     torch.set_num_threads(threads)
     translator = Translator(load_system(Path(folder)), batch_lines=batch_lines, device="cpu")
     connection.send(("ready",))

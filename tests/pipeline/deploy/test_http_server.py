@@ -294,3 +294,55 @@ def test_a_loaded_server_answers_or_fails_every_request_when_its_group_is_stoppe
             assert answer.json()["translatedText"] == [offline[line] for line in raw[k % len(raw):][:3]]
         else:
             assert "shut down" in answer.json()["error"]
+
+
+def newest_child(group: int, server: int) -> int:
+    """The worker of the group started last (by its start time in /proc)."""
+    start = lambda pid: int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])  # noqa: E731
+    return max(group_pids(group) - {server}, key=start)
+
+
+def test_a_group_sigterm_while_a_worker_restarts_stops_the_server_cleanly(exported_systems):
+    """12 requests accepted by a server with one preparing and one decoding process; the decoding process is killed,
+    and while the server starts it again (spawn, imports, the system loaded), SIGTERM goes to the whole group. The
+    starting worker does not die of it (the signals are blocked from before it is spawned until it ignores them),
+    the restart finishes without a traceback, the server exits within 30 s with nothing left in its group, and every
+    accepted request is answered: its offline translation, or an error for the sentences the killed worker held
+    (500) or that the 3 s shutdown time left (503)."""
+    exports, raw = exported_systems
+    folder = exports["LNMT"].folder()
+    offline = dict(zip(raw, Translator(load_system(folder)).translate(raw)))
+    server = Server(folder, "--pool-sentences", "1", "--prepare-processes", "1", "--decode-processes", "1",
+                    "--shutdown-timeout", "3", own_group=True)
+    group = server.process.pid
+    watched = {}
+
+    def restart_then_stop() -> tuple[int, float, set[int]]:
+        decoder = newest_child(group, group)  # started after the preparing process
+        before = group_pids(group)
+        os.kill(decoder, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not group_pids(group) - before and time.monotonic() < deadline:  # the new worker is spawned
+            time.sleep(0.005)
+        assert group_pids(group) - before, "the decoding process was not started again"
+        return stop_and_watch(server, signal.SIGTERM, True)
+
+    async def run():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
+            tasks = await twelve_in_flight(client, raw)
+            watch = asyncio.get_running_loop().run_in_executor(None, restart_then_stop)
+            answers = await asyncio.gather(*tasks, return_exceptions=True)
+            watched["result"] = await watch
+            return answers
+
+    answers = asyncio.run(run())
+    status, seconds, _ = watched["result"]
+    log = server.process.stderr.read()
+    assert status == 0 and seconds < 30, log
+    assert "Traceback" not in log, log
+    assert not wait_for_group_to_empty(group), "processes left in the server's group"
+    assert all(isinstance(a, httpx.Response) for a in answers), answers  # every accepted request got an answer
+    for k, answer in enumerate(answers):
+        assert answer.status_code in (200, 500, 503), answer.text
+        if answer.status_code == 200:
+            assert answer.json()["translatedText"] == [offline[line] for line in raw[k % len(raw):][:3]]
