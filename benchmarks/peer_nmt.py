@@ -15,26 +15,35 @@ other), with the same number of CPU threads:
 
 Two phases:
 
-- speed: --speed-runs alternating runs of each toolkit, --speed-minutes each; target tokens per second over the
-  steady part of the run (after its first --speed-skip seconds), median over the runs;
+- speed: --speed-runs (at least 3) alternating runs of each toolkit, --speed-minutes each; target tokens per second
+  over the steady part of the run (after its first --speed-skip seconds), median over the runs;
 - quality: one run of each for the largest of --minutes of wall time from its process's start (start-up included);
   the model as it stood at each mark (ours: saved at the first update past it; eole's: its last checkpoint saved
-  before it, every --eole-save-steps) decodes the devtest split with beam --beam, cased BLEU with sacrebleu after
-  the same post-processing (BPE merge, detruecasing, detokenization) for both.
+  before it) decodes the devtest split, cased BLEU with sacrebleu after the same post-processing (BPE merge,
+  detruecasing, detokenization) for both. Both decode alike: beam --beam, batches of --decode-batch sentences, no
+  length penalty, at most 2 x the source length (eole also caps at 250).
 
-The report records the machine each phase ran on (`machines`; with --previous, an earlier run's phases keep
-theirs).
+eole saves only what the marks need: its checkpoint interval is derived from its updates per second in the speed
+phase (this run's or --previous's), so that a save falls just before each mark (about 3% of a mark's time early)
+instead of one every few updates; ours saves once at each mark. Each run starts on a quiet machine: the benchmark
+waits until the 1-minute load average is below --max-load (recorded per run) and refuses to report after
+--quiet-timeout minutes. Every run's log (eole's own, our update rows) is kept under --logs-dir, to be committed
+beside the report.
+
+The report records the machine each phase ran on (`machines`, with the CPU's vector variant; with --previous, an
+earlier run's phases keep theirs).
 
 The peer is installed on first use into a virtual environment of its own (--peer-venv; not a project dependency):
 torch pinned to this one's version, eole 0.6.4 and aiohttp (its CLI needs it and does not declare it).
 
     .venv/bin/python benchmarks/peer_nmt.py --work-dir work --profile medium --task ger-eng --threads 2 \
-        --minutes 30 60 --speed-runs 2 --speed-minutes 4
+        --minutes 30 60 --speed-runs 3 --speed-minutes 4
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import gzip
 import json
 import math
@@ -83,6 +92,27 @@ def task_data(work_dir: Path, profile: str, task: str, split: str) -> TaskData:
                     artifact(root, "subwords", config.splits.train), artifact(root, "vocab", "vocab"),
                     artifact(root, "subwords", split), artifact(root, "tokenized", split),
                     artifact(root, "truecaser", "truecaser"))
+
+
+# -- a quiet machine ------------------------------------------------------------------------------------------------
+
+def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
+    """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).
+    SystemExit after `timeout_minutes`: a figure measured beside other work is not reported."""
+    deadline = time.monotonic() + 60 * timeout_minutes
+    while (load := os.getloadavg())[0] >= max_load:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what}: the 1-minute load stayed at or above {max_load} for {timeout_minutes:g} "
+                             f"minutes (now {load[0]:.2f}); not measured on a busy machine")
+        time.sleep(10)
+    return [round(x, 2) for x in load]
+
+
+def keep_log(source: Path, logs_dir: Path, name: str) -> str:
+    """A copy of a run's log in the folder committed with the report; its path."""
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, logs_dir / name)
+    return str(logs_dir / name)
 
 
 # -- our trainer ---------------------------------------------------------------------------------------------------
@@ -153,6 +183,7 @@ def ours_worker(args: argparse.Namespace) -> None:
 
 def run_ours(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float]) -> dict:
     out.mkdir(parents=True, exist_ok=True)
+    load = wait_for_quiet(args.max_load, args.quiet_timeout, f"ours in {out.name}")
     command = [sys.executable, str(Path(__file__).resolve()), "--worker-ours", "--out-dir", str(out),
                "--data", json.dumps({k: str(v) for k, v in dataclasses.asdict(data).items()}),
                "--profile", args.profile, "--threads", str(args.threads), "--seed", str(args.seed),
@@ -162,7 +193,9 @@ def run_ours(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[
     rows = result["rows"]
     checkpoints = {f"{m:g}": {"path": r["checkpoint"], "update": r["update"], "wall_s": round(r["wall_s"], 1)}
                    for m, r in zip(minutes, [r for r in rows if "checkpoint" in r])}
-    return {"toolkit": "ours", "parameters": result["parameters"], "updates": rows[-1]["update"],
+    return {"toolkit": "ours", "load_at_start": load, "log": keep_log(out / "ours.json", args.logs_dir,
+                                                                       f"{out.name}-ours.json"),
+            "parameters": result["parameters"], "updates": rows[-1]["update"], "wall_s": round(rows[-1]["wall_s"], 1),
             "target_tokens_per_update": rows[-1]["target_tokens"] / rows[-1]["update"],
             "steady_target_tokens_per_s": steady_rate([(r["wall_s"], r["target_tokens"]) for r in rows],
                                                       args.speed_skip),
@@ -200,7 +233,17 @@ def eole_vocab(ours: Path, into: Path) -> int:
     return len(tokens) + len(EOLE_SPECIALS)
 
 
-def eole_config(args: argparse.Namespace, data: TaskData, work: Path) -> Path:
+def eole_save_steps(marks: list[float], updates_per_s: float | None) -> int:
+    """eole's checkpoint interval for the marks (minutes): about 97% of the updates it makes by the first mark at its
+    measured rate (start-up included), so that each later mark, a multiple of the first, also finds a save just
+    before it."""
+    if not updates_per_s:
+        raise SystemExit("the quality phase needs eole's update rate from a speed phase (this run's, or "
+                         "--previous's), or --eole-updates-per-s, or a fixed --eole-save-steps")
+    return max(1, int(0.97 * updates_per_s * 60 * min(marks)))
+
+
+def eole_config(args: argparse.Namespace, data: TaskData, work: Path, save_steps: int) -> Path:
     """eole's YAML for the same model, data and updates as ours (see the module docstring)."""
     arch, training = training_settings(args.profile)
     for lang in (data.source, data.target):
@@ -219,7 +262,7 @@ def eole_config(args: argparse.Namespace, data: TaskData, work: Path) -> Path:
                               "path_tgt": str(work / f"train.{data.target}")}},
         "transforms": [],
         "training": {
-            "model_path": str(work / "model"), "keep_checkpoint": 4, "save_checkpoint_steps": args.eole_save_steps,
+            "model_path": str(work / "model"), "keep_checkpoint": 4, "save_checkpoint_steps": save_steps,
             "train_steps": 10 ** 8, "valid_steps": 10 ** 8, "world_size": 1, "gpu_ranks": [],
             "batch_type": "tokens", "batch_size": args.eole_batch_size or training.max_tokens, "batch_size_multiple": 1,
             "accum_count": [training.update_freq], "accum_steps": [0], "normalization": "tokens",
@@ -249,15 +292,18 @@ def parse_eole_log(text: str) -> list[dict]:
             for m in EOLE_LOG.finditer(text)]
 
 
-def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float]) -> dict:
-    """One eole run for max(minutes) of wall time; at each mark the newest checkpoint saved before it is kept."""
+def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float],
+             save_steps: int = 10 ** 8) -> dict:
+    """One eole run for max(minutes) of wall time, saving every `save_steps` updates (by default never: a speed
+    run); at each mark the newest checkpoint saved before it is kept."""
     eole = ensure_peer(args.peer_venv)
     work = out / "eole-work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    config = eole_config(args, data, work)
+    config = eole_config(args, data, work, save_steps)
     log_path = out / "eole.log"
     marks, kept = sorted(minutes), {}
+    load = wait_for_quiet(args.max_load, args.quiet_timeout, f"eole in {out.name}")
     with open(log_path, "w") as log:
         started = time.monotonic()
         proc = subprocess.Popen([str(eole), "train", "-config", str(config)], stdout=log, stderr=subprocess.STDOUT,
@@ -274,7 +320,11 @@ def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[
                         saved[step_dir.name] = wall
                 if wall >= marks[0] * 60:
                     minute = marks.pop(0)
-                    name = max((n for n, t in saved.items() if t <= minute * 60), key=lambda n: int(n[5:]))
+                    before = [n for n, t in saved.items() if t <= minute * 60]
+                    if not before:
+                        raise SystemExit(f"eole saved no checkpoint before the {minute:g}-minute mark (interval "
+                                         f"{save_steps} updates): rerun the speed phase on this machine")
+                    name = max(before, key=lambda n: int(n[5:]))
                     target = out / f"eole-{minute:g}min"
                     shutil.rmtree(target, ignore_errors=True)
                     time.sleep(2)  # a checkpoint seen with its optimizer state is complete
@@ -294,7 +344,10 @@ def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[
         tokens += r["target_tokens_per_s"] * (r["train_s"] - last)
         last = r["train_s"]
         points.append((r["train_s"], tokens))
-    return {"toolkit": f"eole {EOLE_VERSION}", "updates": reports[-1]["step"] if reports else 0,
+    wall = time.monotonic() - started
+    return {"toolkit": f"eole {EOLE_VERSION}", "load_at_start": load,
+            "log": keep_log(log_path, args.logs_dir, f"{out.name}-eole.log"), "save_checkpoint_steps": save_steps,
+            "wall_s": round(wall, 1), "updates": reports[-1]["step"] if reports else 0,
             "target_tokens_per_update": tokens / reports[-1]["step"] if reports else None,
             "steady_target_tokens_per_s": steady_rate(points, args.speed_skip), "checkpoints": kept,
             "lr_at_last_report": reports[-1]["lr"] if reports else None}
@@ -335,7 +388,8 @@ def decode_ours(args: argparse.Namespace, checkpoint: str, sources: list[str], p
     torch.set_num_threads(args.threads)
     models = load_models([Path(checkpoint)], "cpu")
     started = time.monotonic()
-    result = translate_lines(sources, models, SearchSettings(beam=args.beam), target=processor)
+    settings = SearchSettings(beam=args.beam, length_penalty=0.0, max_length_a=2.0, max_length_b=0)
+    result = translate_lines(sources, models, settings, target=processor, batch_sentences=args.decode_batch)
     return result.text, time.monotonic() - started
 
 
@@ -345,8 +399,8 @@ def decode_eole(args: argparse.Namespace, model: str, sources: list[str], proces
     src.write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     started = time.monotonic()
     subprocess.run([str(args.peer_venv / "bin" / "eole"), "predict", "-model_path", model, "-src", str(src),
-                    "-output", str(hyp), "-beam_size", str(args.beam), "-batch_size", "16", "-batch_type", "sents",
-                    "-max_length", "250"],
+                    "-output", str(hyp), "-beam_size", str(args.beam), "-batch_size", str(args.decode_batch),
+                    "-batch_type", "sents", "-length_penalty", "none", "-max_length_ratio", "2", "-max_length", "250"],
                    check=True, env=thread_env(args.threads), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.monotonic() - started
     lines = hyp.read_text(encoding="utf-8").splitlines()
@@ -387,12 +441,16 @@ def kept_phases(previous: dict, here: dict) -> dict:
 def main(args: argparse.Namespace) -> dict:
     from common import machine
     from pipeline.io import write_json
+    from pipeline.machine import describe_cpu
+
+    if "speed" in args.phases and args.speed_runs < 3:
+        raise SystemExit("--speed-runs: at least 3 alternating runs per toolkit (the median of 3)")
 
     data = task_data(args.work_dir, args.profile, args.task, args.split)
     out = args.run_dir
     out.mkdir(parents=True, exist_ok=True)
     ensure_peer(args.peer_venv)
-    here = machine(args.threads)
+    here = {**machine(args.threads), "cpu_variant": describe_cpu().variant}
     report: dict = {"benchmark": "peer_nmt", "machine": here, "machines": {}, "profile": args.profile,
                     "task": args.task, "devtest": args.split, "eval_sentences": args.eval_sentences,
                     "beam": args.beam, "settings": dataclasses.asdict(training_settings(args.profile)[1]),
@@ -413,6 +471,11 @@ def main(args: argparse.Namespace) -> dict:
                            for name, runs in report["speed_runs"].items()}
     if "quality" in args.phases:
         report["machines"]["quality"] = here
+        rate = args.eole_updates_per_s or median(
+            [r["updates"] / r["wall_s"] for r in report["speed_runs"].get("eole", []) if r.get("wall_s")])
+        save_steps = args.eole_save_steps or eole_save_steps(args.minutes, rate)
+        report["eole_save_checkpoint_steps"] = save_steps
+        runners["eole"] = functools.partial(run_eole, save_steps=save_steps)
         runs = {name: runner(args, data, out / f"quality-{name}", sorted(args.minutes))
                 for name, runner in runners.items()}
         evaluate(args, data, runs, out)
@@ -436,12 +499,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--minutes", type=float, nargs="+", default=[30.0, 60.0],
                         help="quality phase: wall-time marks whose models are decoded (the run lasts the largest)")
-    parser.add_argument("--speed-runs", type=int, default=2)
+    parser.add_argument("--speed-runs", type=int, default=3)
     parser.add_argument("--speed-minutes", type=float, default=4.0)
     parser.add_argument("--speed-skip", type=float, default=60.0,
                         help="seconds of each run left out of its steady tokens/s (start-up, first batches)")
     parser.add_argument("--phases", default="speed,quality")
-    parser.add_argument("--eole-save-steps", type=int, default=20)
+    parser.add_argument("--decode-batch", type=int, default=16, help="sentences per batch, both toolkits")
+    parser.add_argument("--max-load", type=float, default=0.3,
+                        help="each run starts once the 1-minute load average is below this")
+    parser.add_argument("--quiet-timeout", type=float, default=30.0,
+                        help="minutes to wait for a quiet machine before refusing to measure")
+    parser.add_argument("--eole-updates-per-s", type=float, default=0.0,
+                        help="eole's update rate for its checkpoint interval (0: from the speed phase)")
+    parser.add_argument("--eole-save-steps", type=int, default=0,
+                        help="a fixed checkpoint interval for eole instead of the derived one (0: derived)")
     parser.add_argument("--eole-batch-size", type=int, default=0,
                         help="eole's batch_size in tokens (0: the profile's max_tokens); eole counts a batch's size "
                              "a little differently, so the same target tokens per update may need another number")
@@ -449,6 +520,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--peer-venv", type=Path, default=REPO / ".venv-peer")
     parser.add_argument("--run-dir", type=Path, default=REPO / "work" / "peer_nmt")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "peer_nmt.json")
+    parser.add_argument("--logs-dir", type=Path, default=None,
+                        help="where every run's log is kept (default: beside --out, <out stem>_logs/)")
     parser.add_argument("--previous", type=Path, default=None,
                         help="a report of an earlier run whose phases this one keeps (e.g. speed, then quality); "
                              "a phase run again replaces the earlier one")
@@ -456,7 +529,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--worker-ours", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.logs_dir = args.logs_dir or args.out.with_name(f"{args.out.stem}_logs")
+    return args
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from tests.benchmarks.conftest import benchmark
 
 
@@ -45,13 +47,18 @@ def test_peer_nmt_reads_eoles_log_and_its_steady_rate():
 
 def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_path):
     module = benchmark("peer_nmt")
-    args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "2", "--minutes",
+    args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "3", "--minutes",
                               "1", "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "peer.json")])
     assert args.minutes == [1.0] and args.eole_batch_size == 0 and args.previous is None
+    assert args.logs_dir == tmp_path / "peer_logs" and args.max_load == 0.3
+    save_steps = []
 
     def fake(rate):
-        return lambda args, data, out, minutes: {"steady_target_tokens_per_s": rate,
-                                                 "checkpoints": {f"{m:g}": {"update": 10, "bleu": 1.5} for m in minutes}}
+        def run(args, data, out, minutes, **options):
+            save_steps.append(options.get("save_steps"))
+            return {"steady_target_tokens_per_s": rate, "updates": 100, "wall_s": 50.0,
+                    "checkpoints": {f"{m:g}": {"update": 10, "bleu": 1.5} for m in minutes}}
+        return run
 
     for name, value in (("task_data", lambda *a: None), ("ensure_peer", lambda venv: venv),
                         ("run_ours", fake(120.0)), ("run_eole", fake(100.0)),
@@ -60,12 +67,33 @@ def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_pat
     module.main(args)
     report = json.loads((tmp_path / "peer.json").read_text())
     assert report["speed"] == {"ours": 120.0, "eole": 100.0}
-    assert len(report["speed_runs"]["ours"]) == 2 and set(report["machines"]) == {"speed", "quality"}
+    assert len(report["speed_runs"]["ours"]) == 3 and set(report["machines"]) == {"speed", "quality"}
+    assert report["machines"]["speed"]["cpu_variant"]
     assert report["quality"]["ours"]["checkpoints"]["1"]["update"] == 10
+    # eole saves only for the marks: 97% of the updates its speed runs made in a mark's time (2 a second, 1 minute)
+    assert report["eole_save_checkpoint_steps"] == 116 and save_steps[-1] == 116
+    assert save_steps[:6] == [None] * 6  # the speed runs save nothing
     # a later run of one phase keeps the other's
-    again = module.parse_args(["--profile", "tiny", "--phases", "speed", "--speed-runs", "1", "--previous",
+    too_few = module.parse_args(["--profile", "tiny", "--phases", "speed", "--speed-runs", "2", "--out",
+                                 str(tmp_path / "peer3.json")])
+    with pytest.raises(SystemExit, match="at least 3"):
+        module.main(too_few)
+    again = module.parse_args(["--profile", "tiny", "--phases", "speed", "--speed-runs", "3", "--previous",
                                str(tmp_path / "peer.json"), "--run-dir", str(tmp_path / "runs"),
                                "--out", str(tmp_path / "peer2.json")])
     module.main(again)
     kept = json.loads((tmp_path / "peer2.json").read_text())
-    assert "quality" in kept and len(kept["speed_runs"]["eole"]) == 1
+    assert "quality" in kept and len(kept["speed_runs"]["eole"]) == 3
+
+
+def test_peer_nmt_measures_only_on_a_quiet_machine_and_keeps_each_runs_log(tmp_path):
+    module = benchmark("peer_nmt")
+    assert len(module.wait_for_quiet(10 ** 6, 0.0, "run")) == 3
+    with pytest.raises(SystemExit, match="not measured on a busy machine"):
+        module.wait_for_quiet(0.0, 0.0, "eole in speed-eole-0")
+    log = tmp_path / "eole.log"
+    log.write_text("Step 20/ 9999")
+    kept = module.keep_log(log, tmp_path / "logs", "speed-eole-0-eole.log")
+    assert (tmp_path / "logs" / "speed-eole-0-eole.log").read_text() == "Step 20/ 9999" and kept.endswith(".log")
+    with pytest.raises(SystemExit, match="speed phase"):
+        module.eole_save_steps([30.0], None)
