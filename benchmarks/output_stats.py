@@ -3,8 +3,7 @@
 For every task and system of a finished run, reads the system's translation of the evaluation split (the Luigi
 artifact the run built) and reports cased BLEU, chrF2, the 1-gram precision, the output/reference length ratio and
 the share of repeated 4-grams in the output (a 4-gram the same line has already produced: the loops of a weak
-model exploiting per-step gains). These are the checks of issue 17 (LNMT's length ratio and its repeated 4-grams
-against PBMT's). Prints a table and writes JSON.
+model exploiting per-step gains): LNMT's length ratio and its repeated 4-grams against PBMT's. Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/output_stats.py --profile tiny --tasks all
     .venv/bin/python benchmarks/output_stats.py --profile small --tasks ger-eng --out results/benchmarks/x.json

@@ -11,7 +11,7 @@ too, and every mode is compared with the PBMT decoding of the same sentences, me
 --runs runs first decodes them again in this process (the settings and inputs of the run that wrote the lattices,
 lattices and n-best lists written as it did; benchmarks/pbmt_decode.py), then times every mode. The ratio is total
 posteriors + L time (the shard included) over total PBMT time, per run; the report gives the median over runs
-(issue 19's targets: full lattice <= 1.0, n-best <= 0.5), and also the ratio without the shard's final write.
+(the aims: full lattice <= 1.0, n-best <= 0.5), and also the ratio without the shard's final write.
 
 Lattices: by default synthetic phrase-based search graphs generated here (seeded; 25 source words, monotone
 stack decoding with recombination on the last two words and a stack limit, BPE-like 1-2 tokens per word, so

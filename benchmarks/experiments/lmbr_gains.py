@@ -3,8 +3,8 @@
 Decodes a split's BPE source with an NMT system and the split's L (BuildLMatrix, theta from the PBMT's tune-set
 precisions), for every lambda of --lambdas and both gain forms, and reports cased BLEU, the 1-gram precision, the
 output/reference length ratio and the share of repeated 4-grams in the output (a 4-gram a sentence has already
-produced; the loops of a weak model exploiting per-step gains). This is the table of issue 17, measured on the
-split given: tune choices on the tuning split, report on devtest. Prints a table and writes JSON.
+produced; the loops of a weak model exploiting per-step gains), measured on the split given: tune choices on the
+tuning split, report on devtest. Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/experiments/lmbr_gains.py --work work/tiny/ger-eng --split newstest2016 --task ger-eng
 """

@@ -1,7 +1,7 @@
 """Measurement: unconstrained LNMT/LTNMT at a given lambda, free and anchored, against the lattice MBR row.
 
-Issue 17's target: unconstrained LNMT at the smallest lambda of the grid, with bounded gains, within 1 BLEU of lattice
-MBR, with an output/reference length ratio in [0.9, 1.1]. This decodes a split exactly as DecodeLNMT does (its L, the
+The question: is unconstrained LNMT at the smallest lambda of the grid, with bounded gains, within 1 BLEU of lattice
+MBR, with an output/reference length ratio in [0.9, 1.1]? This decodes a split exactly as DecodeLNMT does (its L, the
 tuned theta and evidence space, its restoration of <unk> words) but at the lambda and gain form given, with the free
 search and with the anchored one (pipeline/decode/anchored.py), and compares each with the split's MBR output by
 paired bootstrap (and reports its length ratio and repeated 4-grams). Prints a table and writes JSON.

@@ -6,7 +6,7 @@ L under each alpha of --alphas (BuildLMatrix through Luigi: content-addressed ar
 then runs TuneMBR's p x r grid on each, and prints the tuning-set BLEU of the PBMT 1-best and of every alpha's best
 point. Writes JSON. Reads a run's artifacts (work/<profile>/<task>), changes none.
 
-    .venv/bin/python benchmarks/mbr_alpha.py --task ger-eng --alphas 0.25,0.5,1,2,4
+    .venv/bin/python benchmarks/experiments/mbr_alpha.py --task ger-eng --alphas 0.25,0.5,1,2,4
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
