@@ -5,8 +5,9 @@ The phrase-based system writes lattices over tokenized, Moses-escaped, truecased
 (pipeline/nmt/pretrained.py) reads and writes raw text through its own SentencePiece model. units.py maps words to
 BPE pieces one word at a time; here a word's pieces also depend on what stands before it:
 
-- its surface form: unescaped, and capitalised at a sentence start (detruecasing: after <s>, after . ? !, and
-  behind an opening quote or bracket there);
+- its surface form: unescaped, and at a sentence start as the postprocessing writes a sentence's first word
+  (capitalised by detruecasing; a sentence starts after <s>, after . ? !, and behind an opening quote or bracket
+  there);
 - whether a space precedes it (the detokenizer glues "." to the word before it and "Haus" to a "(" before it):
   SentencePiece marks a word that follows a space with "▁" and splits the text at spaces, so a glued word's pieces
   are those of its surface form without "▁" (the model's script split keeps punctuation apart from letters).
@@ -91,14 +92,16 @@ class ModelUnitMapper:
     eos_id: int
     _cache: dict = field(default_factory=dict, repr=False)
 
-    def _probe(self, word: str) -> tuple[str, bool, bool]:
-        """(surface form, glues to the word before, glues to the word after) of a word, from the detokenizer."""
+    def _probe(self, word: str) -> tuple[str, str, bool, bool]:
+        """(surface form inside a sentence, at its start, glues to the word before, glues to the word after) of a
+        word, from the postprocessing itself."""
         key = ("probe", word)
         if key not in self._cache:
             surface = self.postprocess([_PROBE, word])[len(_PROBE):]
             glued_left = not surface.startswith(" ")
             after = self.postprocess([_PROBE, word, _PROBE])[len(_PROBE):]
-            self._cache[key] = (surface.lstrip(" "), glued_left, not after.lower().endswith(" " + _PROBE))
+            self._cache[key] = (surface.lstrip(" "), self.postprocess([word]), glued_left,
+                                not after.lower().endswith(" " + _PROBE))
         return self._cache[key]
 
     def next_context(self, context: Context, word: str) -> Context:
@@ -109,7 +112,7 @@ class ModelUnitMapper:
             opening = not context.quote_open
             return Context(start=context.start if opening else False, glued=opening, quote_open=opening, begin=False)
         start = True if word in SENTENCE_END else (context.start if word in DELAYED_SENTENCE_START else False)
-        return Context(start=start, glued=self._probe(word)[2], quote_open=context.quote_open, begin=False)
+        return Context(start=start, glued=self._probe(word)[3], quote_open=context.quote_open, begin=False)
 
     def ids(self, word: str, context: Context) -> tuple[int, ...]:
         """The model's ids of `word` after `context` (never empty)."""
@@ -119,11 +122,10 @@ class ModelUnitMapper:
             return (self.eos_id,)
         key = (word, context)
         if key not in self._cache:
-            surface, glued_left, _ = self._probe(word)
+            inside, at_start, glued_left, _ = self._probe(word)
             if word in _QUOTES:  # an opening quote takes a space, a closing one is glued (the detokenizer's parity)
                 glued_left = context.quote_open
-            if context.start:
-                surface = surface[:1].upper() + surface[1:]
+            surface = at_start if context.start else inside
             space = "" if (glued_left or context.glued) and not context.begin else " "
             pieces = self.pieces(space + surface)
             if not pieces:

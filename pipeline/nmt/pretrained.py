@@ -52,9 +52,10 @@ class PretrainedModelError(PipelineError, ValueError):
 class PretrainedVocabulary:
     """The model's token ids as the project's Vocabulary contract (pipeline/vocab.py): tokens by id, specials by id.
 
-    tokens: the tokenizer's token of every output id of the model (V = the output layer's size; ids the tokenizer
-    lacks are named "<extra_i>"). bos_id is what the search feeds first (see the module docstring); source_prefix and
-    source_suffix are the ids the tokenizer puts around a source line (M2M100: the source language, EOS).
+    tokens: the token of every target id: `offset` times "<eps>" (see PretrainedModel), then the tokenizer's token
+    of every output id of the model (V = the output layer's size; ids the tokenizer lacks are named "<extra_i>").
+    The special ids are target ids (the model's + offset); bos_id is what the search feeds first (see the module
+    docstring). encode_line gives source ids (the model's own), decode_line reads target ids.
     """
 
     tokens: tuple[str, ...]
@@ -63,6 +64,7 @@ class PretrainedVocabulary:
     eos_id: int
     unk_id: int
     tokenizer: Any = field(default=None, compare=False, repr=False)
+    offset: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_ids", {t: i for i, t in enumerate(self.tokens)})
@@ -87,8 +89,8 @@ class PretrainedVocabulary:
         return list(self.tokenizer(line)["input_ids"])
 
     def decode_line(self, ids: Sequence[int]) -> str:
-        """Output ids (without EOS) -> text, special tokens dropped."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        """Target ids (without EOS) -> text, special tokens dropped."""
+        return self.tokenizer.decode([i - self.offset for i in ids], skip_special_tokens=True)
 
 
 def _layer(keys: Tensor | None = None, values: Tensor | None = None):
@@ -105,16 +107,22 @@ def _layer(keys: Tensor | None = None, values: Tensor | None = None):
 class PretrainedModel:
     """A StepModel (pipeline/nmt/interface.py) over a transformers encoder-decoder `model` (in eval mode).
 
-    prefix: the decoder inputs before BOS (M2M100/NLLB: decoder_start_token_id; Marian: none), consumed by `encode`.
+    bos_id, eos_id: the model's ids; pad_id pads the sources. prefix: the decoder inputs before BOS (M2M100/NLLB:
+    decoder_start_token_id; Marian: none), consumed by `encode`. offset: target ids are the model's + offset, and
+    the first `offset` ids are never produced (-inf): with offset 1, id 0 is free for the FST epsilon, so that L
+    and the acceptors of a lattice in the model's units (lattices/model_units.py, labels = ids + 1) index the
+    decoder's scores directly. Sources are the model's ids either way.
     """
 
     joins_at_any_step = False
 
-    def __init__(self, model, bos_id: int, eos_id: int, pad_id: int, prefix: Sequence[int] = ()) -> None:
+    def __init__(self, model, bos_id: int, eos_id: int, pad_id: int, prefix: Sequence[int] = (),
+                 offset: int = 0) -> None:
         self.model = model.eval()
-        self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
+        self.offset = offset
+        self.bos_id, self.eos_id, self.pad_id = bos_id + offset, eos_id + offset, pad_id
         self.prefix = tuple(prefix)
-        self.tgt_vocab_size = model.get_output_embeddings().weight.shape[0]
+        self.tgt_vocab_size = model.get_output_embeddings().weight.shape[0] + offset
         self.layers = len(model.get_decoder().layers)
 
     def eval(self) -> "PretrainedModel":
@@ -144,7 +152,10 @@ class PretrainedModel:
     @torch.inference_mode()
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """Consume prev_tokens [B]: log-probabilities [B, V] (float32) of the next token, the state at time + 1."""
-        log_probs, state = self._forward(state, prev_tokens)
+        log_probs, state = self._forward(state, prev_tokens - self.offset if self.offset else prev_tokens)
+        if self.offset:
+            log_probs = torch.cat([log_probs.new_full((log_probs.shape[0], self.offset), float("-inf")), log_probs],
+                                  dim=1)
         return log_probs, state
 
     def reorder(self, state: DecoderState, index: Tensor, same_sources: bool = False) -> DecoderState:
@@ -239,10 +250,11 @@ def _set_source_language(tokenizer, source_lang: str, name: str) -> None:
 
 
 def load_pretrained(name_or_path: str | Path, source_lang: str, target_lang: str,
-                    device: str | torch.device = "cpu", local_files_only: bool | None = None) -> PretrainedSystem:
+                    device: str | torch.device = "cpu", local_files_only: bool | None = None,
+                    offset: int = 0) -> PretrainedSystem:
     """A transformers translation model from a local folder, or by hub name: from the local cache, else fetched
     from the hub unless offline (`local_files_only`, or HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE set); checked
-    against the task's languages.
+    against the task's languages. offset: target ids are the model's + offset (1 for LMBR; see PretrainedModel).
 
     Raises PretrainedModelError naming the model: not in the cache while offline (with the folder to put it in), a
     folder without a tokenizer, languages the model does not translate.
@@ -279,10 +291,10 @@ def load_pretrained(name_or_path: str | Path, source_lang: str, target_lang: str
             f"target.spm for Marian, sentencepiece.bpe.model for M2M100, tokenizer.json for NLLB) ({error})") from error
     if tokenizer is None or isinstance(tokenizer, bool):
         raise PretrainedModelError(f"{name}: the model's tokenizer is missing")
-    return _system(model.to(device), tokenizer, name, source_lang, target_lang)
+    return _system(model.to(device), tokenizer, name, source_lang, target_lang, offset)
 
 
-def _system(model, tokenizer, name: str, source_lang: str, target_lang: str) -> PretrainedSystem:
+def _system(model, tokenizer, name: str, source_lang: str, target_lang: str, offset: int) -> PretrainedSystem:
     config = model.config
     forced = _target_language_id(tokenizer, target_lang, name)
     if forced is None:  # one language pair (Marian): the tokenizer may say which
@@ -302,5 +314,6 @@ def _system(model, tokenizer, name: str, source_lang: str, target_lang: str) -> 
     tokens = tuple(n if isinstance(n, str) and (n != tokenizer.unk_token or i == unk) else f"<extra_{i}>"
                    for i, n in enumerate(names))
     bos, prefix = (start, ()) if forced is None else (forced, (start,))
-    vocab = PretrainedVocabulary(tokens, config.pad_token_id, bos, eos, unk, tokenizer)
-    return PretrainedSystem(PretrainedModel(model, bos, eos, config.pad_token_id, prefix), vocab, name)
+    vocab = PretrainedVocabulary(("<eps>",) * offset + tokens, config.pad_token_id + offset, bos + offset,
+                                 eos + offset, unk + offset, tokenizer, offset)
+    return PretrainedSystem(PretrainedModel(model, bos, eos, config.pad_token_id, prefix, offset), vocab, name)
