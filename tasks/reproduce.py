@@ -17,10 +17,13 @@ import luigi.configuration
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline import config as configs
+from pipeline.data.resolver import CHECKOUT
 from pipeline.deploy.system import KINDS
 from pipeline.errors import PipelineError
+from pipeline.io import write_text
 from pipeline.report.learning_curves import write_learning_curves
 from pipeline.report.merge import ReportInputs, check_mergeable, load_inputs, merge, save_inputs
+from pipeline.report.provenance import build_span_seconds, footer, run_provenance
 from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
@@ -208,6 +211,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"exported {copy_export(task.folder(), Path(args.export) / task.task_name / name)}")
 
     guard_stops = wall_clock_stops(reports)
+    graph = artifact_graph(reports)
+    provenance = {task: run_provenance(CHECKOUT, profile, time.time() - started,
+                                       build_span_seconds(f for f in graph if task in f.parts), args.workers)
+                  for task in tasks}
     this_run = ReportInputs(
         profile=profile, eval_set=args.eval_set, tasks=tasks, systems=systems,
         records=[record for report in reports for record in report.records()],
@@ -215,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         significance=[record for report in reports for record in report.significance()],
         figures=[figure for report in reports for figure in report.speed_figures()],
         curves={label: curve for report in reports for label, curve in report.learning_curves().items()},
-        guard_stops=guard_stops, graph=artifact_graph(reports))
+        guard_stops=guard_stops, graph=graph, provenance=provenance)
     merged = merge(previous, this_run, system_order=ALL_SYSTEMS)
     if previous is not None and not previous.profile:
         print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "
@@ -225,6 +232,10 @@ def run(args: argparse.Namespace) -> int:
     paths += write_learning_curves(out, merged.curves, profile, merged.guard_stops)
     paths += write_stage_times(out, merged.graph, merged.tasks,
                                f"Build time of every stage per task, profile {profile}", args.workers)
+    produced_by = footer(merged.provenance, merged.tasks)
+    for path in paths:  # under each table: what produced it
+        if path.suffix == ".md":
+            write_text(path, path.read_text(encoding="utf-8").rstrip("\n") + "\n" + produced_by)
     paths.append(save_inputs(out, merged))
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in guard_stops:

@@ -3,12 +3,12 @@ the others, each with the signature of the run that made it.
 
 Beside the tables, the folder keeps what they were written from in `report_inputs.json` (the profile, the evaluation
 set, the tasks and systems, the data rows, the significance rows, the figures' names, the learning curves, the
-wall-clock guard's stops and the artifact graph of the stage times); the scores themselves, each with its signature,
-are results.json. A later run into the same folder merges its inputs into those:
+wall-clock guard's stops, the artifact graph of the stage times and each task's provenance); the scores themselves,
+each with its signature, are results.json. A later run into the same folder merges its inputs into those:
 
 - a score (a cell of Table 1, Table 2, the chrF table and Figure 1) by task, system and variant;
-- a data row by task, a learning curve by model, a guard stop by model, a figure by file name, an artifact of the
-  stage times by folder;
+- a data row and a provenance (pipeline/report/provenance.py) by task, a learning curve by model, a guard stop by
+  model, a figure by file name, an artifact of the stage times by folder;
 - a significance row by (task, system, baseline, metric); an earlier row whose system or baseline was scored again
   and not compared again is dropped, since one of its two scores has changed.
 
@@ -49,6 +49,7 @@ class ReportInputs:
     curves: dict[str, Curve] = field(default_factory=dict)  # by "task system architecture seed N"
     guard_stops: list[str] = field(default_factory=list)  # "task architecture seed N: ..."
     graph: dict[Path, list[Path]] = field(default_factory=dict)  # artifact folder: the folders it is built from
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # by task (pipeline/report/provenance.py)
 
 
 def save_inputs(out: Path, inputs: ReportInputs) -> Path:
@@ -57,7 +58,8 @@ def save_inputs(out: Path, inputs: ReportInputs) -> Path:
         "profile": inputs.profile, "eval_set": inputs.eval_set, "tasks": inputs.tasks, "systems": inputs.systems,
         "data_rows": inputs.data_rows, "significance": inputs.significance,
         "figures": [name for name, _ in inputs.figures], "curves": inputs.curves, "guard_stops": inputs.guard_stops,
-        "graph": {str(folder): [str(p) for p in inputs] for folder, inputs in inputs.graph.items()}})
+        "graph": {str(folder): [str(p) for p in inputs] for folder, inputs in inputs.graph.items()},
+        "provenance": inputs.provenance})
     return out / INPUTS_FILE
 
 
@@ -81,7 +83,8 @@ def load_inputs(out: Path) -> ReportInputs | None:
         records=records, data_rows=saved["data_rows"], significance=saved["significance"],
         figures=[(name, out / name) for name in saved["figures"] if (out / name).exists()], curves=saved["curves"],
         guard_stops=saved["guard_stops"],
-        graph={Path(folder): [Path(p) for p in inputs] for folder, inputs in saved["graph"].items()})
+        graph={Path(folder): [Path(p) for p in inputs] for folder, inputs in saved["graph"].items()},
+        provenance=saved.get("provenance", {}))
 
 
 def check_mergeable(previous: ReportInputs | None, profile: str, eval_set: str, out: Path) -> None:
@@ -142,4 +145,4 @@ def merge(old: ReportInputs | None, new: ReportInputs, task_order: Sequence[str]
         profile=new.profile, eval_set=new.eval_set, tasks=tasks, systems=systems, records=records,
         data_rows=sorted(data_rows.values(), key=lambda row: by_task(row["task"])), significance=significance,
         figures=list(figures.items()), curves=dict(sorted(curves.items(), key=lambda kv: by_task(kv[0].split()[0]))),
-        guard_stops=guard_stops, graph={**old.graph, **new.graph})
+        guard_stops=guard_stops, graph={**old.graph, **new.graph}, provenance={**old.provenance, **new.provenance})

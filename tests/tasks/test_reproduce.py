@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from pipeline.machine import describe_cpu
 from tasks.reproduce import main
 
 
@@ -24,6 +25,13 @@ def test_writes_tables_and_results(tmp_path, data_dir, capsys):
     assert len(summary) == 2 and summary[1].startswith("ger-eng,300,300,")
     assert (out / "table1.tex").read_text().startswith(r"\begin{table}")
     assert "Data and language models" in capsys.readouterr().out
+    # under each table, what produced it
+    produced = json.loads((out / "report_inputs.json").read_text())["provenance"]["ger-eng"]
+    assert produced["profile"] == "tiny" and produced["cpu_variant"] == describe_cpu().variant
+    assert produced["build_minutes"] is not None and produced["command_minutes"] >= 0 and produced["workers"] == 1
+    for table in ("table1.md", "data_summary.md", "stage_times.md"):
+        text = (out / table).read_text()
+        assert "Produced by:" in text and f"- ger-eng: commit {produced['commit']} (lmbr-pipeline " in text
 
     before = (out / "results.json").read_text()
     assert run(tmp_path, data_dir) == 0  # resumes: everything is complete, the same numbers come back
@@ -94,6 +102,7 @@ def test_a_run_of_one_task_merges_into_the_report_of_others(tmp_path, data_dir, 
     assert [line.split(",")[0] for line in (out / "data_summary.csv").read_text().splitlines()] == [
         "task", "eng-ger", "ger-eng"]
     assert "eng-ger" in (out / "table1.md").read_text()
+    assert "- eng-ger: produced before provenance was recorded" in (out / "table1.md").read_text()
 
 
 def test_a_folder_of_another_evaluation_set_is_refused_before_the_build(tmp_path, data_dir, capsys):
