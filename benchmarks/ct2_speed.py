@@ -18,7 +18,7 @@ the two decoders alternating run by run, and the median is kept. Prints a table 
 
 OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (as in beam_speed.py), which keeps a shared machine's figures
 meaningful but slows both runtimes' many small parallel regions, CTranslate2's most. On a quiet machine, also run
-with OMP_WAIT_POLICY=ACTIVE (docs/measurements.md reports both).
+with OMP_WAIT_POLICY=ACTIVE (docs/benchmarks/decoding-speed.md reports both).
 
     .venv/bin/python benchmarks/ct2_speed.py --model work/small/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
         --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2

@@ -9,7 +9,7 @@ beam `--beam` (the profile's output limits, batches of 16) and scores them two w
 
 - `bleu`: cased sacrebleu of the detokenized output against the raw reference, as Table 1 scores devtest;
 - `bleu_truecased_tokens`: sacrebleu with `tokenize="none"` of the merged BPE output against the truecased,
-  tokenized reference, the measure of the one-off comparisons in docs/measurements.md before this script.
+  tokenized reference, the measure of the one-off comparisons made before this script.
 
     .venv/bin/python benchmarks/tune_bleu.py --profile medium --task ger-eng --architecture transformer \
         --data-dir DATA_FOLDER --average 4 1 --length-penalty 0 1 --out results/benchmarks/tune_bleu_x.json

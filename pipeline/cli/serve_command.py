@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sentences decoded together across requests (default: the system's batch_sentences)")
     p.add_argument("--refill", type=float, default=0.25,
                    help="start waiting sentences when those decoding drop to this fraction of --pool-sentences "
-                        "(default 0.25; 1: whenever there is room; see docs/measurements.md, serve_load)")
+                        "(default 0.25; 1: whenever there is room; see docs/benchmarks/serving.md)")
     p.add_argument("--max-queue", type=positive_int, default=256,
                    help="sentences accepted and waiting; past it, requests get 503 with Retry-After (default 256)")
     p.add_argument("--max-chars", type=positive_int, default=5000, help="characters per request (413 past it)")
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--decode-processes", type=int,
                    help="decoding processes of one thread each, each with a pool of its own (default on a CPU: "
                         "--threads, or torch's thread count; 0: one pool stepped with --threads threads in the "
-                        "server's own process, the default on a GPU; docs/measurements.md, serve_load)")
+                        "server's own process, the default on a GPU; docs/benchmarks/serving.md)")
     p.add_argument("--shutdown-timeout", type=float, default=20.0,
                    help="seconds after SIGTERM or SIGINT (to the server or its process group) within which accepted "
                         "requests are answered; what is left then gets 503 and the server exits (default 20)")

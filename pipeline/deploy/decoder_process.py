@@ -8,8 +8,8 @@
 
 On a CPU, one search stepped with two threads is far from twice as fast as with one (small matrix products, and the
 search's own Python between them): 1.42x on this project's machine, against 1.57x for two searches in two
-processes of one thread each (benchmarks/decode_processes.py; docs/measurements.md), which also keep the search off the
-server's interpreter. So the server decodes in N such processes, as Marian's server and
+processes of one thread each (benchmarks/decode_processes.py; docs/benchmarks/serving.md), which also keep the search
+off the server's interpreter. So the server decodes in N such processes, as Marian's server and
 CTranslate2's inter_threads do, each with a pool of its own (pipeline/deploy/decoding_service.py shares the sentences
 out). A worker loads the exported system without its PBMT (Translator(decode_only=True)): the sentences come to it
 prepared, with their L, acceptors and terms, and go back as n-best lists; the parent finishes them. Between two

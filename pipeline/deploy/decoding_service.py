@@ -22,7 +22,7 @@ Threads, so that the caller (the server's event loop) never waits on decoding:
   stepped with the others by decode_sources' streaming step (pipeline/decode/batching.py: step_pool). With a GRU
   (a model that joins at any step) the new batch joins the running one at once and shares its queries from its
   first step; with a Transformer it catches up alone, one small query per step, and joins at the same step. The
-  default refill 0.25 lets sentences gather first (docs/measurements.md, serve_load). A request is answered when its
+  default refill 0.25 lets sentences gather first (docs/benchmarks/serving.md). A request is answered when its
   last sentence ends; a sentence whose terms could not be met goes back to the front of the queue without them
   (Translator.missing_terms);
 - or, with `decode_processes` N >= 1, N decoding processes (pipeline/deploy/decoder_process.py), each with a pool

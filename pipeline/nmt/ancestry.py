@@ -17,7 +17,7 @@ sentence's index (`sentence` [R]), so neither beam expansion nor the end of a se
 The results are those of attention over copied caches, rounded differently (the kernels sum in another order than
 scaled_dot_product_attention): within 1e-5 on unit inputs (tests/pipeline/nmt/test_ancestry.py). The kernels run
 on one thread: numba's parallel loops start its OpenMP threading layer, and once that runs, torch's small
-operations in the same process take about 5x longer on the 2-core machines of docs/measurements.md (a layer norm of
+operations in the same process take about 5x longer on the 2-core machines of docs/benchmarks.md (a layer norm of
 64 x 256: 16 -> 90 microseconds).
 """
 from __future__ import annotations
