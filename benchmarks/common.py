@@ -22,16 +22,19 @@ if str(REPO) not in sys.path:
 
 
 def machine(threads: int, device: str = "cpu") -> dict:
-    """The date (UTC), CPU model, cores, platform, torch version and threads, the load average at the start,
-    OMP_WAIT_POLICY, and the device the benchmark ran on (with the GPU's name for a CUDA device)."""
+    """The date (UTC), CPU model and vector variant (pipeline/machine.py), cores, platform, torch version and threads,
+    the load average at the start, OMP_WAIT_POLICY, and the device the benchmark ran on (with the GPU's name for a
+    CUDA device)."""
     cpu = "unknown"
     try:
         cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"date": datetime.now(timezone.utc).date().isoformat(), "cpu": cpu, "cpu_count": os.cpu_count(),
-            "platform": platform.platform(), "torch": torch.__version__,
+    from pipeline.machine import describe_cpu
+
+    return {"date": datetime.now(timezone.utc).date().isoformat(), "cpu": cpu, "cpu_variant": describe_cpu().variant,
+            "cpu_count": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__,
             "torch_threads": threads, "load_average_at_start": os.getloadavg(), "device": device,
             "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
             **({"gpu": torch.cuda.get_device_name(device), "cuda": torch.version.cuda}

@@ -72,7 +72,8 @@ def machine_text(machine: Any) -> str:
         return "not recorded"
     cpu = machine.get("cpu") or machine.get("processor") or "CPU not recorded"
     cores = machine.get("cpu_count") or machine.get("cores")
-    parts = [cpu] + ([f"{cores} cores"] if cores else []) + ([machine["gpu"]] if machine.get("gpu") else [])
+    parts = ([cpu] + ([machine["cpu_variant"]] if machine.get("cpu_variant") else []) + ([f"{cores} cores"] if cores
+             else []) + ([machine["gpu"]] if machine.get("gpu") else []))
     return ", ".join(parts)
 
 
