@@ -127,3 +127,26 @@ def test_context_decides_the_space_and_the_case(mapper, tokenizer):
     assert after_stop.start and pieces(mapper.ids("the", after_stop))[0].startswith("\u2581Th")
     opening = mapper.next_context(middle, "&quot;")
     assert opening.quote_open and opening.glued and not mapper.next_context(opening, "&quot;").quote_open
+
+
+def test_the_pbmt_lattices_of_a_tiny_pipeline_map_without_a_mismatch(exported_systems, tokenizer):
+    """Real lattices: the phrase-based decoder's, of the session's tiny de-en pipeline (the export tests' run);
+    their English words through that run's own truecaser and the Moses detokenizer."""
+    from lattices.fst_io import lattice_paths, read_lattice
+
+    exports, _ = exported_systems
+    task_dir = Path(exports["FNMT"].work_dir) / "tiny" / "ger-eng"
+    folders = [p for p in task_dir.glob("pbmt/newstest2016-*/lattices") if p.is_dir()]
+    truecasers = [p for p in task_dir.glob("truecaser/*/truecase.en.json")]
+    assert len(folders) == 1 and len(truecasers) == 1
+    processor = TextProcessor(get_tokenizer("moses", "en"), Truecaser.load(truecasers[0]), None)
+    mapper = ModelUnitMapper(lambda words: processor.postprocess(words, subword=False),
+                             sentencepiece_pieces(tokenizer.spm_target), tokenizer.convert_tokens_to_ids,
+                             bos_id=tokenizer.pad_token_id, eos_id=tokenizer.eos_token_id)
+    lattices = [read_lattice(path) for path in lattice_paths(folders[0].parent)]
+    check = mapping_mismatches(lattices, mapper, encode(tokenizer), paths_per_lattice=200, all_paths_below=500)
+    assert len(lattices) >= 5 and check.paths >= 500
+    assert check.mismatches == 0, check.examples[:3]
+    for lattice in lattices[:3]:  # the mapped lattice holds every sampled path's units
+        mapped = map_lattice_to_model(lattice, mapper)
+        assert mapped.num_states >= lattice.num_states

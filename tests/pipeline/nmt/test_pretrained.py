@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 import pytest
-import torch
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
