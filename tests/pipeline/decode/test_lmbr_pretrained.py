@@ -1,6 +1,6 @@
 """The hybrid over a pretrained model: word lattices mapped to the model's units, their L, LMBR in our search.
 
-A tiny random MarianMT model (tests/pipeline/nmt/tiny_hf.py) loaded with target ids shifted by one (id 0 free for
+Tiny random MarianMT and M2M100 models (tests/pipeline/nmt/tiny_hf.py) loaded with target ids shifted by one (id 0 free for
 the FST epsilon), word lattices over its language mapped with lattices/model_units.py, posteriors and L as for our
 own models, and the LMBR hook on the pretrained model's scores (bounded gains with patience: L's gains rise along
 a lattice path, so the search must not stop at B finished hypotheses).
@@ -26,17 +26,21 @@ from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.nmt.pretrained import load_pretrained  # noqa: E402
 from pipeline.text.tokenizers import get_tokenizer  # noqa: E402
 from pipeline.vocab import BOS, EOS  # noqa: E402
-from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_marian  # noqa: E402
+from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_m2m100, tiny_marian  # noqa: E402
 
 torch.set_num_threads(1)
 THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")
 SOURCES = synthetic_lines(4, seed=5)
 
 
-@pytest.fixture(scope="module")
-def system(tmp_path_factory):
-    folder = tiny_marian(tmp_path_factory.mktemp("marian"), seed=1, init_std=0.15, eos_bias=2.0)
-    return load_pretrained(folder, "de", "en", offset=LABEL_OFFSET)
+FAMILIES = {"marian": (tiny_marian, {"seed": 1, "init_std": 0.15, "eos_bias": 2.0}),
+            "m2m100": (tiny_m2m100, {"seed": 2, "init_std": 0.3, "eos_bias": 3.5})}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def system(request, tmp_path_factory):
+    build, options = FAMILIES[request.param]
+    return load_pretrained(build(tmp_path_factory.mktemp(request.param), **options), "de", "en", offset=LABEL_OFFSET)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,8 @@ def targets(system) -> list[str]:
 def mapper(system):
     tokenizer, vocab = system.vocab.tokenizer, system.vocab
     detokenizer = get_tokenizer("moses", "en")
-    return ModelUnitMapper(detokenizer.detokenize, sentencepiece_pieces(tokenizer.spm_target),
+    processor = getattr(tokenizer, "spm_target", None) or tokenizer.sp_model  # Marian's target side; M2M100's one
+    return ModelUnitMapper(detokenizer.detokenize, sentencepiece_pieces(processor),
                            tokenizer.convert_tokens_to_ids, bos_id=vocab.bos_id - vocab.offset,
                            eos_id=vocab.eos_id - vocab.offset)
 
@@ -101,7 +106,7 @@ def test_the_model_alone_prefers_other_strings_and_lmbr_moves_it_to_the_lattice(
     settings = SearchSettings(beam=4, max_length_a=0, max_length_b=40)
     alone = decode_sources(system.model, [vocab.encode_line(line) for line in SOURCES], settings)
     assert all(vocab.decode_line(hyps[0].tokens) != target for hyps, target in zip(alone, targets))
-    assert all(min(hyps[0].tokens) >= LABEL_OFFSET for hyps in alone)  # id 0 (epsilon) is never produced
+    assert all(t >= LABEL_OFFSET for hyps in alone for h in hyps for t in h.tokens)  # id 0 (epsilon): never
     rng = random.Random(2)
     lattices = [word_lattice(line.split(), rng, alternatives=True) for line in targets]
     hybrid = lmbr_decode(system, mapper, lattices, weight=0.05)
