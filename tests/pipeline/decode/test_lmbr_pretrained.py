@@ -1,9 +1,9 @@
 """The hybrid over a pretrained model: word lattices mapped to the model's units, their L, LMBR in our search.
 
-Tiny random MarianMT and M2M100 models (tests/pipeline/nmt/tiny_hf.py) loaded with target ids shifted by one (id 0 free for
-the FST epsilon), word lattices over its language mapped with lattices/model_units.py, posteriors and L as for our
-own models, and the LMBR hook on the pretrained model's scores (bounded gains with patience: L's gains rise along
-a lattice path, so the search must not stop at B finished hypotheses).
+Tiny random MarianMT and M2M100 models (tests/pipeline/nmt/tiny_hf.py) loaded with target ids shifted by one (id
+0 free for the FST epsilon), word lattices over their language mapped with lattices/model_units.py, posteriors and
+L as for our own models, and the LMBR hook on the pretrained model's scores (bounded gains with patience: L's gains
+rise along a lattice path, so the search must not stop at B finished hypotheses).
 """
 from __future__ import annotations
 
