@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +20,15 @@ if str(BENCHMARKS) not in sys.path:
 
 
 def benchmark(name: str) -> ModuleType:
-    """The script benchmarks/<name>.py as a module."""
-    return importlib.import_module(name)
+    """The script benchmarks/<name>.py as a module. Some set OMP_WAIT_POLICY when imported, for the processes they
+    start; the test session's own setting is kept."""
+    before = os.environ.get("OMP_WAIT_POLICY")
+    module = importlib.import_module(name)
+    if before is None:
+        os.environ.pop("OMP_WAIT_POLICY", None)
+    else:
+        os.environ["OMP_WAIT_POLICY"] = before
+    return module
 
 
 @pytest.fixture

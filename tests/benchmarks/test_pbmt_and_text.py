@@ -1,5 +1,5 @@
 """Smoke tests of the phrase-based and text benchmarks: pbmt_decode, phrase_table, posteriors, lm_train and
-text_roundtrip."""
+text_roundtrip; and of the analysis tool output_stats."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -63,3 +63,14 @@ def test_text_roundtrip_gives_the_lines_back(run_benchmark):
     for result in report["results"]:
         assert result["dev_lines"] > 0 and result["bleu"] > 95  # raw -> words -> subwords -> text is lossless
         assert result["differing_beyond_spaces"] <= result["differing_lines"]
+
+
+def test_output_stats_reads_every_system_of_the_run(run_benchmark, tiny_run, monkeypatch):
+    monkeypatch.chdir(Path.cwd())  # output_stats changes to the checkout: the session gets its directory back after
+    report = run_benchmark("output_stats", "--profile", "tiny", "--tasks", "ger-eng", "--work-dir",
+                           str(tiny_run.work_dir), "--config-dir", str(tiny_run.config_dir))
+    rows = {row["system"]: row for row in report["rows"]}
+    assert {"PBMT", "FNMT", "LNMT", "TNMT", "LTNMT", "LNMT-lat"} <= set(rows)
+    for row in rows.values():
+        assert 0 <= row["bleu"] <= 100 and row["length_ratio"] >= 0 and 0 <= row["repeated_share"] <= 1
+        assert row["4grams"] >= row["repeated_4grams"] >= 0
