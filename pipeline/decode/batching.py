@@ -56,10 +56,23 @@ def model_device(model: StepModel) -> torch.device:
     return torch.device("cpu")
 
 
+def _position_limits(model) -> list[int]:
+    own = getattr(model, "max_positions", None)  # an adapter that says (pipeline/nmt/pretrained.py)
+    if isinstance(own, int):
+        return [own]
+    if hasattr(getattr(model, "config", None), "max_positions"):
+        return [model.config.max_positions]
+    for attribute in ("models", "model"):  # an Ensemble, or a wrapper around a model
+        inner = getattr(model, attribute, None)
+        if inner is not None:
+            return [limit for member in (inner if isinstance(inner, (list, tuple)) else [inner])
+                    for limit in _position_limits(member)]
+    return []
+
+
 def position_limit(model: StepModel) -> int | None:
-    """The fewest target positions any member model can embed (config.max_positions), None when unbounded."""
-    limits = [m.config.max_positions for m in _members(model)
-              if hasattr(getattr(m, "config", None), "max_positions")]
+    """The fewest positions any member model can embed (its `max_positions`, or its config's), None when unbounded."""
+    limits = _position_limits(model)
     return min(limits) if limits else None
 
 

@@ -3,9 +3,14 @@
     models = load_models([path, ...], device)        checkpoint files, system.json files or NMT artifact folders
     result = translate_lines(lines, models, settings, source=processor or None, target=processor)
 
+    models = load_models([folder], languages=("de", "en"))        a pretrained `transformers` model folder
+    result = translate_lines(raw_lines, models, settings)
+
 `source` is the source language's TextProcessor (tokenizer, truecaser, BPE); None means the lines are already BPE
-subwords. `target` turns the output subwords back into text (BPE merge, detruecase, detokenize). An empty source
-line is not decoded and gives an empty translation. Timings: seconds per phase, source and target words (words
+subwords. `target` turns the output subwords back into text (BPE merge, detruecase, detokenize). A pretrained model
+(pipeline/nmt/pretrained.py) reads the raw lines through its own tokenizer and writes text through it: `source`,
+if given, only counts the source words, and `target` is not used. An empty source line is not decoded and gives an
+empty translation. Timings: seconds per phase, source and target words (words
 before BPE, after tokenization), words per minute of source words over the decoding time, and the peak memory:
 torch.cuda.max_memory_allocated on CUDA, the process's peak resident set size (resource.getrusage) on the CPU.
 """
@@ -27,6 +32,7 @@ from pipeline.errors import DataError
 from pipeline.nmt.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_vocabularies,
                                      model_from_checkpoint)
 from pipeline.nmt.interface import Ensemble
+from pipeline.nmt.pretrained import PretrainedVocabulary, is_pretrained_folder, load_pretrained
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
 from pipeline.nmt.system import system_members
 from pipeline.text import TextProcessor
@@ -39,13 +45,22 @@ __all__ = ["LoadedModels", "Translation", "format_nbest", "load_models", "model_
 
 @dataclass
 class LoadedModels:
-    """An Ensemble (of one model or more, in eval mode on `device`), its vocabularies and its member files."""
+    """An Ensemble (of one model or more, in eval mode on `device`), its vocabularies and its member files.
+
+    For a pretrained model both vocabularies are its PretrainedVocabulary (encode_line: raw text -> the encoder's
+    ids; target ids shifted by one, id 0 free for the FST epsilon) and `members` is its folder.
+    """
 
     ensemble: Ensemble
-    src_vocab: Vocabulary
-    tgt_vocab: Vocabulary
+    src_vocab: Vocabulary | PretrainedVocabulary
+    tgt_vocab: Vocabulary | PretrainedVocabulary
     members: list[Path]
     device: torch.device
+
+    @property
+    def pretrained(self) -> bool:
+        """Whether the model is a pretrained `transformers` model (its own tokenizer: no BPE)."""
+        return isinstance(self.tgt_vocab, PretrainedVocabulary)
 
 
 def model_files(path: Path) -> list[Path]:
@@ -68,13 +83,18 @@ def model_files(path: Path) -> list[Path]:
 
 
 def load_models(paths: Sequence[Path], device: str | torch.device = "cpu",
-                speedups: CpuSpeedups = CpuSpeedups(), half: bool = False) -> LoadedModels:
+                speedups: CpuSpeedups = CpuSpeedups(), half: bool = False,
+                languages: tuple[str, str] | None = None) -> LoadedModels:
     """Every model that `paths` name (see :func:`model_files`), as one Ensemble; all must share the vocabularies.
 
     `speedups`: CPU decoding speed-ups (pipeline/nmt/speedups.py) applied to every member; CPU only.
     `half`: fp16 weights and activations (the ensemble's scores stay fp32); CUDA only.
+    A pretrained `transformers` model folder (config.json, weights, tokenizer) decodes alone, checked against
+    `languages` (source, target), with target ids shifted by one (lattices/model_units.LABEL_OFFSET).
     """
     device = torch.device(device)
+    if any(is_pretrained_folder(Path(p)) for p in paths):
+        return _load_pretrained(paths, device, speedups, half, languages)
     if speedups.names() and device.type != "cpu":
         raise CheckpointError(f"the CPU speed-ups {', '.join(speedups.names())} need device cpu, not {device}")
     if half and device.type != "cuda":
@@ -94,6 +114,21 @@ def load_models(paths: Sequence[Path], device: str | torch.device = "cpu",
     return LoadedModels(Ensemble(models), vocabs[0], vocabs[1], members, device)
 
 
+def _load_pretrained(paths: Sequence[Path], device: torch.device, speedups: CpuSpeedups, half: bool,
+                     languages: tuple[str, str] | None) -> LoadedModels:
+    from lattices.model_units import LABEL_OFFSET
+
+    if len(paths) != 1:
+        raise CheckpointError(f"{paths[0]}: a pretrained model decodes alone, not in an ensemble of {len(paths)}")
+    if languages is None:
+        raise CheckpointError(f"{paths[0]}: a pretrained model is loaded for a task's languages; none given")
+    if speedups.names() or half:
+        raise CheckpointError(f"{paths[0]}: the CPU speed-ups and fp16 decoding are for this project's own models")
+    system = load_pretrained(paths[0], languages[0], languages[1], device, local_files_only=True,
+                             offset=LABEL_OFFSET)
+    return LoadedModels(Ensemble([system.model]), system.vocab, system.vocab, [Path(paths[0])], device)
+
+
 def peak_memory(device: torch.device) -> dict[str, Any]:
     """{"peak_memory_bytes": n, "peak_memory_kind": how it was measured}."""
     if device.type == "cuda":
@@ -105,8 +140,8 @@ def peak_memory(device: torch.device) -> dict[str, Any]:
 
 @dataclass
 class Translation:
-    """Per input line: the detokenized 1-best, its BPE subwords (one string), and the n-best list (hypotheses,
-    their detokenized texts and their BPE strings); `stats`: timings and counts."""
+    """Per input line: the detokenized 1-best, its BPE subwords (one string; a pretrained model's pieces), and the
+    n-best list (hypotheses, their detokenized texts and their BPE strings); `stats`: timings and counts."""
 
     text: list[str]
     bpe: list[str]
@@ -125,29 +160,36 @@ def _subwords(line: str, source: TextProcessor | None) -> tuple[list[str], int]:
     return source.subwords(words), len(words)
 
 
-def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings, target: TextProcessor,
-                    source: TextProcessor | None = None, batch_sentences: int = 1, sort: bool = True,
+def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings,
+                    target: TextProcessor | None = None, source: TextProcessor | None = None, batch_sentences: int = 1, sort: bool = True,
                     hook_factory: HookFactory | None = None, streaming: bool = False,
                     refill: float = 1 / 6) -> Translation:
-    """Translate raw lines (or BPE lines when `source` is None); stats hold the timings (see the module docstring).
+    """Translate raw lines (or BPE lines when `source` is None; raw lines for a pretrained model); stats hold the
+    timings (see the module docstring). `target` is required but for a pretrained model.
 
     `hook_factory` gets the indices of the input lines of a batch (empty lines are never decoded); `streaming` and
     `refill`: see pipeline/decode/batching.py.
     """
-    device = models.device
+    device, pretrained = models.device, models.pretrained
+    if target is None and not pretrained:
+        raise ValueError("translate_lines needs the target language's TextProcessor to postprocess the outputs")
     started = time.perf_counter()
-    subwords, source_words = [], 0
+    encoded, source_words = [], 0
     for line in lines:
+        if pretrained:  # the model's own tokenizer on the raw line; the words only counted
+            encoded.append(models.src_vocab.encode_line(line) if line.strip() else [])
+            source_words += len(source.words(line) if source is not None else line.split())
+            continue
         tokens, words = _subwords(line, source)
-        subwords.append(tokens)
+        encoded.append(models.src_vocab.encode(tokens) + [models.src_vocab.eos_id] if tokens else [])
         source_words += words
-    decoded_lines = [i for i, tokens in enumerate(subwords) if tokens]
-    sources = [models.src_vocab.encode(subwords[i]) + [models.src_vocab.eos_id] for i in decoded_lines]
+    decoded_lines = [i for i, ids in enumerate(encoded) if ids]
+    sources = [encoded[i] for i in decoded_lines]
     limit = position_limit(models.ensemble)
     for i, ids in zip(decoded_lines, sources):
         if limit is not None and len(ids) > limit:
             raise DataError(f"line {i + 1}: {len(ids)} source subwords (with </s>), more than the model's {limit} "
-                            "positions (max_positions): split the line, or train a model with more positions")
+                            "positions (max_positions): split the line, or use a model with more positions")
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -164,11 +206,17 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
     for i, hyps in zip(decoded_lines, results):
         nbest[i] = hyps
     nbest_pieces = [[models.tgt_vocab.decode(h.tokens) for h in hyps] for hyps in nbest]
-    nbest_text = [[target.postprocess(list(pieces)) for pieces in hyps] for hyps in nbest_pieces]
+    if pretrained:
+        nbest_text = [[models.tgt_vocab.decode_line(h.tokens) for h in hyps] for hyps in nbest]
+    else:
+        nbest_text = [[target.postprocess(list(pieces)) for pieces in hyps] for hyps in nbest_pieces]
     nbest_bpe = [[" ".join(pieces) for pieces in hyps] for hyps in nbest_pieces]
     text = [hyps[0] if hyps else "" for hyps in nbest_text]
     bpe = [hyps[0] if hyps else "" for hyps in nbest_bpe]
-    target_words = sum(len(merge_bpe(hyps[0])) for hyps in nbest_pieces if hyps)
+    if pretrained:
+        target_words = sum(len(hyps[0].split()) for hyps in nbest_text if hyps)
+    else:
+        target_words = sum(len(merge_bpe(hyps[0])) for hyps in nbest_pieces if hyps)
     finished = time.perf_counter()
     seconds = decoded - preprocessed
     stats = {

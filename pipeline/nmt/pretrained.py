@@ -35,7 +35,8 @@ from torch import Tensor
 from pipeline.errors import PipelineError
 from pipeline.nmt.interface import DecoderState
 
-__all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary", "load_pretrained"]
+__all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary", "is_pretrained_folder",
+           "load_pretrained"]
 
 # ISO 639-1 codes of the tasks' languages -> ISO 639-3 (NLLB's codes start with them, e.g. deu_Latn)
 _ISO3 = {"de": "deu", "en": "eng", "zh": "zho", "ja": "jpn", "fr": "fra", "es": "spa", "ru": "rus", "cs": "ces"}
@@ -125,6 +126,14 @@ class PretrainedModel:
         self.tgt_vocab_size = model.get_output_embeddings().weight.shape[0] + offset
         self.layers = len(model.get_decoder().layers)
 
+    @property
+    def max_positions(self) -> int:
+        """The positions the search may use (the decoder's step t reads position len(prefix) + t): the model's
+        max_position_embeddings less its prefix. Marian's position table ends there (a position past it is an
+        index error); M2M100/NLLB extend their sinusoids, but were trained no further. The search's length limit
+        and the source check (pipeline/decode/batching.position_limit) honour it."""
+        return int(self.model.config.max_position_embeddings) - len(self.prefix)
+
     def eval(self) -> "PretrainedModel":
         self.model.eval()
         return self
@@ -192,6 +201,19 @@ class PretrainedSystem:
     model: PretrainedModel
     vocab: PretrainedVocabulary
     name: str
+
+
+def is_pretrained_folder(path: Path) -> bool:
+    """Whether `path` is a `transformers` model folder (a config.json naming its model_type), not one of ours."""
+    config = Path(path) / "config.json"
+    if not config.is_file():
+        return False
+    import json
+
+    try:
+        return "model_type" in json.loads(config.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def _offline(local_files_only: bool | None) -> bool:

@@ -9,6 +9,7 @@ forces EOS, `generate` returns the hypotheses unfinished).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +155,66 @@ def test_languages_that_do_not_match_the_task_are_a_clear_error(system):
             load_pretrained(folder, "en", "de")
         with pytest.raises(PretrainedModelError, match=r"the task's target language is ja"):
             load_pretrained(folder, "de", "ja")
+
+
+# The model's positions
+
+
+def test_the_length_limit_stops_at_marians_last_position(tmp_path):
+    """A Marian model with 12 positions that never prefers EOS: the search stops at 11 tokens (position 11 is the
+    last one a step reads) instead of indexing past the position table, whatever max_length_b says; a longer source
+    is refused before it reaches the encoder."""
+    from pipeline.decode.batching import position_limit
+    from pipeline.decode.translate import load_models, translate_lines
+    from pipeline.errors import DataError
+
+    folder = tiny_marian(tmp_path / "short", seed=1, init_std=0.15, eos_bias=-30.0, max_positions=12)
+    system = load_pretrained(folder, "de", "en")
+    assert system.model.max_positions == 12 and position_limit(system.model) == 12
+    sources = [system.vocab.encode_line(line) for line in ("haus katze", "wald feld stadt")]
+    settings = SearchSettings(beam=2, nbest=2, max_length_a=3.0, max_length_b=100)
+    for hyps in decode_sources(system.model, sources, settings, batch_sentences=2):
+        assert [len(h.tokens) for h in hyps] == [11, 11]
+    models = load_models([folder], languages=("de", "en"))
+    assert position_limit(models.ensemble) == 12
+    with pytest.raises(DataError, match=r"line 2: \d+ source subwords \(with </s>\), more than the model's 12 "
+                                        r"positions"):
+        translate_lines(["haus", " ".join(["haus"] * 20)], models, settings, target=None)
+
+
+def test_m2m100s_prefix_takes_one_of_its_positions(system):
+    config = system.model.model.config
+    assert system.model.max_positions == config.max_position_embeddings - len(system.model.prefix)
+
+
+# One decoding call: raw lines in, text out
+
+
+def test_translate_lines_reads_raw_text_through_the_models_tokenizer(system):
+    """load_models on the model's folder and translate_lines on raw lines (sorted, in batches of 3, early exit, an
+    empty line kept): the texts of `generate`'s 1-best; the pieces are the model's."""
+    from pipeline.decode.translate import load_models, translate_lines
+
+    models = load_models([system.name], languages=("de", "en"))
+    assert models.pretrained and models.members == [Path(system.name)]
+    lines = LINES[:3] + [""] + LINES[3:]
+    settings = SearchSettings(beam=BEAM, nbest=2, max_length_a=0, max_length_b=LIMIT, full_beam=True, early_exit=True)
+    result = translate_lines(lines, models, settings, batch_sentences=3, sort=True)
+    vocab = models.tgt_vocab
+    expected = [system.vocab.decode_line(nbest[0][0]) for nbest in generate_nbest(system, LINES)]
+    assert result.text == expected[:3] + [""] + expected[3:]
+    assert result.nbest_bpe == [[" ".join(vocab.decode(h.tokens)) for h in hyps] for hyps in result.nbest]
+    assert result.nbest_text == [[vocab.decode_line(h.tokens) for h in hyps] for hyps in result.nbest]
+    assert [len(hyps) for hyps in result.nbest] == [2, 2, 2, 0] + [2] * (len(LINES) - 3)
+    assert result.stats["decoded_sentences"] == len(LINES)
+    assert result.stats["source_words"] == sum(len(line.split()) for line in LINES)
+
+
+def test_a_pretrained_model_is_loaded_alone_and_for_the_tasks_languages(system, tmp_path):
+    from pipeline.decode.translate import load_models
+    from pipeline.nmt.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="a pretrained model is loaded for a task's languages"):
+        load_models([system.name])
+    with pytest.raises(CheckpointError, match="decodes alone"):
+        load_models([system.name, system.name], languages=("de", "en"))

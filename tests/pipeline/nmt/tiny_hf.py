@@ -74,8 +74,10 @@ def marian_tokenizer(folder: Path, seed: int = 0, source_lang: str = "de", targe
 
 
 def tiny_marian(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: float = 0.3, source_lang: str = "de",
-                target_lang: str = "en", lines: list[str] | None = None, vocab_size: int = 60) -> Path:
-    """A random MarianMT model with one shared SentencePiece vocabulary (of `lines`), saved to `folder`."""
+                target_lang: str = "en", lines: list[str] | None = None, vocab_size: int = 60,
+                max_positions: int = 128) -> Path:
+    """A random MarianMT model with one shared SentencePiece vocabulary (of `lines`), saved to `folder`; its position
+    table has `max_positions` entries."""
     from transformers import MarianConfig, MarianMTModel
 
     tokenizer = marian_tokenizer(folder, seed, source_lang, target_lang, lines, vocab_size)
@@ -83,7 +85,7 @@ def tiny_marian(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: fl
     pad = tokenizer.pad_token_id
     config = MarianConfig(vocab_size=tokens, d_model=32, encoder_layers=2, decoder_layers=2,
                           encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
-                          decoder_ffn_dim=64, max_position_embeddings=128, pad_token_id=pad, eos_token_id=0,
+                          decoder_ffn_dim=64, max_position_embeddings=max_positions, pad_token_id=pad, eos_token_id=0,
                           decoder_start_token_id=pad, forced_eos_token_id=None, dropout=0.0, init_std=init_std,
                           tie_word_embeddings=False)
     torch.manual_seed(seed)
