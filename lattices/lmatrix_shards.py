@@ -7,7 +7,8 @@ holds little more than one sentence's L however many sentences its shard has (ho
 sentence on full lattices, and the page faults of that memory a third of the stage's time), and a shard of a few
 sentences (a server's) never touches the spool. :func:`save_shard` writes a list of L the same way;
 :func:`load_shard` reads one back; :class:`LMatrixStore` finds sentences across shards and loads them on demand;
-:func:`build_lmatrix_shard` is the one call a Luigi task needs.
+:func:`build_lmatrix_shard` is the one call a Luigi task needs (:func:`write_lmatrix_shard`, the same with another
+mapping of the word lattices to target units: a pretrained model's, lattices/model_lmatrix.py).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -30,9 +31,10 @@ from lattices.theta import Theta
 from pipeline.io import TMP_MARK, atomic_path
 
 if TYPE_CHECKING:
+    from lattices.lattice import Lattice
     from lattices.units import TokenMapper
 
-__all__ = ["ShardWriter", "save_shard", "load_shard", "LMatrixStore", "build_lmatrix_shard"]
+__all__ = ["ShardWriter", "save_shard", "load_shard", "LMatrixStore", "build_lmatrix_shard", "write_lmatrix_shard"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -280,12 +282,24 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
     Each sentence's L goes to the shard as soon as it is built (:class:`ShardWriter`), so memory does not grow with
     the number of lattices.
     """
-    from lattices.fst_io import default_alpha, read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
-    from pipeline.errors import DataError
 
     mapper = mapper if mapper is not None else TokenMapper.from_files(codes, vocab)
-    vocab_size = len(mapper.vocab)
+    return write_lmatrix_shard(lattice_paths, lambda lattice: map_lattice(lattice, mapper), len(mapper.vocab), theta,
+                               alpha, semiring, nbest, out_path, order, engine, max_states,
+                               {"units": UNIT_CONVENTION, "codes": str(codes) if codes else None, "vocab": str(vocab)})
+
+
+def write_lmatrix_shard(lattice_paths: Sequence[Path], to_units: Callable[[Lattice], Lattice], vocab_size: int,
+                        theta: Theta, alpha: float | None, semiring: str, nbest: int, out_path: Path,
+                        order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0,
+                        units: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`build_lmatrix_shard` with any mapping of word lattices to target units: ``to_units`` (a word lattice
+    -> the lattice in ids below ``vocab_size``, label 0 epsilon); ``units``: what the shard's signature says of
+    the units (their convention, the files they come from)."""
+    from lattices.fst_io import default_alpha, read_lattice, sentence_index
+    from pipeline.errors import DataError
+
     seconds = 0.0
     alphas = set()
     rows, nnz, ngrams, pruned = [], 0, 0, {}
@@ -296,10 +310,10 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
             if a is None:
                 raise DataError(f"{path}: no alpha given and no lattices.json with one beside its lattices/ folder")
             alphas.add(a)
-            units = map_lattice(read_lattice(Path(path)), mapper)
-            if units.num_states == 0:
+            mapped = to_units(read_lattice(Path(path)))
+            if mapped.num_states == 0:
                 _LOG.warning("%s: no complete path; its L is Theta_0 everywhere", path)
-            post = ngram_posteriors(units, order=order, alpha=a, semiring=semiring, nbest=nbest, engine=engine,
+            post = ngram_posteriors(mapped, order=order, alpha=a, semiring=semiring, nbest=nbest, engine=engine,
                                     max_states=max_states)
             if math.isfinite(post.margin):
                 _LOG.info("%s: determinised lattice over %d states; pruned to margin %.4g", path, max_states,
@@ -315,8 +329,7 @@ def build_lmatrix_shard(lattice_paths: Sequence[Path], codes: Path | None, vocab
         signature = {
             "theta": theta.signature(), "alpha": sorted(alphas)[0] if len(alphas) == 1 else sorted(alphas),
             "semiring": semiring, "nbest": nbest, "order": order, "engine": engine, "max_states": max_states,
-            "units": UNIT_CONVENTION,
-            "codes": str(codes) if codes else None, "vocab": str(vocab), "vocab_size": vocab_size,
+            **(units or {}), "vocab_size": vocab_size,
         }
         shard.finish(signature)
     return {"sentences": len(rows), "rows": int(sum(rows)), "max_rows": int(max(rows, default=0)),

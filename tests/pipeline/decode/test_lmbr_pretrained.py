@@ -111,3 +111,27 @@ def test_the_model_alone_prefers_other_strings_and_lmbr_moves_it_to_the_lattice(
     lattices = [word_lattice(line.split(), rng, alternatives=True) for line in targets]
     hybrid = lmbr_decode(system, mapper, lattices, weight=0.05)
     assert sum(h == t for h, t in zip(hybrid, targets)) >= 3
+
+
+def test_one_decoding_call_with_l_built_from_lattice_files_in_the_models_units(system, targets, tmp_path):
+    """The whole path of a split: word lattice files -> L shard in the model's ids (lattices/model_lmatrix.py) ->
+    translate_lines on the raw source lines with the LMBR hook over the shard (sorted, in batches of 2)."""
+    from lattices.fst_io import lattice_paths, write_lattice
+    from lattices.lmatrix_shards import LMatrixStore
+    from lattices.model_lmatrix import build_model_lmatrix_shard, model_unit_mapper
+    from pipeline.decode.translate import load_models, translate_lines
+
+    models = load_models([system.name], languages=("de", "en"))
+    vocab = models.tgt_vocab
+    rng = random.Random(1)
+    for i, line in enumerate(targets):
+        write_lattice(word_lattice(line.split(), rng, alternatives=False), tmp_path / "lattices" / f"{i}.fst")
+    mapper = model_unit_mapper(vocab, get_tokenizer("moses", "en").detokenize)
+    stats = build_model_lmatrix_shard(lattice_paths(tmp_path), mapper, len(vocab), THETA, 1.0, "tropical", 0,
+                                      tmp_path / "shard-0.npz", model=system.name)
+    assert stats["sentences"] == len(targets) and stats["signature"]["vocab_size"] == len(vocab)
+    factory = lmbr_hook_factory(LMatrixStore([tmp_path / "shard-0.npz"]), vocab.bos_id, vocab_size=len(vocab),
+                                gains="bounded")
+    settings = SearchSettings(beam=4, weight=1e-6, max_length_a=0, max_length_b=40, patience=8)
+    result = translate_lines(SOURCES, models, settings, batch_sentences=2, hook_factory=factory)
+    assert result.text == targets

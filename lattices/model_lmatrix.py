@@ -1,0 +1,61 @@
+"""Posteriors and L of PBMT word lattices in a pretrained model's units: the BPE path's shard builder
+(lmatrix_shards.build_lmatrix_shard) with the mapping of lattices/model_units.py.
+
+    mapper = model_unit_mapper(vocab, lambda words: target.postprocess(words, subword=False))
+    build_model_lmatrix_shard(paths, mapper, len(vocab), theta, alpha, "tropical", 0, out / "shard-0.npz")
+    store = LMatrixStore([out / "shard-0.npz"])          # lmbr_hook_factory(store, vocab.bos_id, len(vocab), ...)
+
+`vocab` is a loaded model's PretrainedVocabulary (pipeline/nmt/pretrained.py) with its target ids shifted by
+LABEL_OFFSET, so that the mapped lattices' labels (the model's ids + LABEL_OFFSET) are the decoder's target ids and
+L's columns index its scores [R, V] directly. `target` is the target language's TextProcessor of the PBMT's words
+(detruecaser, Moses detokenizer): the mapping asks it how each word is written in its left context.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from lattices.lmatrix_shards import write_lmatrix_shard
+from lattices.model_units import LABEL_OFFSET, ModelUnitMapper, map_lattice_to_model, sentencepiece_pieces
+from lattices.posteriors import MAX_ORDER
+from lattices.theta import Theta
+
+__all__ = ["MODEL_UNIT_CONVENTION", "build_model_lmatrix_shard", "model_unit_mapper"]
+
+MODEL_UNIT_CONVENTION = ("word arcs -> the pretrained model's SentencePiece ids of each word in its left context of "
+                         "the detokenized, detruecased text, + 1 (weight on the first piece); <s> -> the search's "
+                         "first token, </s> -> EOS; epsilon kept")
+
+
+def model_unit_mapper(vocab: Any, postprocess: Callable[[list[str]], str]) -> ModelUnitMapper:
+    """The ModelUnitMapper of a loaded PretrainedVocabulary (offset LABEL_OFFSET): the model's own SentencePiece
+    model of the target side (Marian's target.spm, M2M100's sentencepiece.bpe.model) and its ids.
+
+    Raises ValueError for a vocabulary with another offset, or a tokenizer without a SentencePiece processor (a
+    fast tokenizer, as NLLB's tokenizer.json loads: load the slow one, with its sentencepiece model, instead).
+    """
+    if vocab.offset != LABEL_OFFSET:
+        raise ValueError(f"the model's target ids must be shifted by {LABEL_OFFSET} (load_pretrained(..., "
+                         f"offset={LABEL_OFFSET})) for its lattices' labels to be its ids, not by {vocab.offset}")
+    tokenizer = vocab.tokenizer
+    processor = getattr(tokenizer, "spm_target", None) or getattr(tokenizer, "sp_model", None)
+    if processor is None:
+        raise ValueError(f"{type(tokenizer).__name__}: no SentencePiece processor to map lattices with (a fast "
+                         "tokenizer); load the model's slow tokenizer, with its sentencepiece model")
+    return ModelUnitMapper(postprocess, sentencepiece_pieces(processor), tokenizer.convert_tokens_to_ids,
+                           bos_id=vocab.bos_id - vocab.offset, eos_id=vocab.eos_id - vocab.offset)
+
+
+def build_model_lmatrix_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMapper, vocab_size: int, theta: Theta,
+                              alpha: float | None, semiring: str, nbest: int, out_path: Path,
+                              order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0,
+                              model: str = "") -> dict[str, Any]:
+    """Posteriors and L of the word lattice files (``<i>.fst``) in the model's units into one shard ``out_path``
+    (read back with lmatrix_shards.load_shard or LMatrixStore); returns the statistics of build_lmatrix_shard.
+
+    vocab_size: the decoder's target vocabulary (the model's output size + LABEL_OFFSET); the other arguments as
+    for build_lmatrix_shard; `model` names the model in the shard's signature.
+    """
+    return write_lmatrix_shard(lattice_paths, lambda lattice: map_lattice_to_model(lattice, mapper), vocab_size,
+                               theta, alpha, semiring, nbest, out_path, order, engine, max_states,
+                               {"units": MODEL_UNIT_CONVENTION, "model": model})
