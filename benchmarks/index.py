@@ -27,6 +27,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "cpu_speedups": ("cpu_speedups.py", "int8, pre-computed embedding projections and threads"),
     "ct2_speed": ("ct2_speed.py", "our Transformer decoder against CTranslate2"),
     "decode_processes": ("decode_processes.py", "one search on T threads against T one-thread processes"),
+    "decode_profile": ("decode_profile.py", "a decoding step's time: matrix products, ancestry kernels, other ops, "
+                       "Python"),
     "learning_curve": ("learning_curve.py", "a profile's model trained past its caps: tuning-set BLEU and loss"),
     "lm_train": ("lm_train.py", "KenLM training time and perplexity"),
     "lmbr_overhead": ("lmbr_overhead.py", "the same decoder with and without L"),

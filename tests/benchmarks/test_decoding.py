@@ -1,5 +1,5 @@
 """Smoke tests of the decoding benchmarks: beam_speed, batch_invariance, cpu_speedups, lmbr_overhead, ct2_speed,
-decode_processes, shrunken_ensemble and accelerated_pipeline."""
+decode_profile, decode_processes, shrunken_ensemble and accelerated_pipeline."""
 from __future__ import annotations
 
 import pytest
@@ -59,6 +59,18 @@ def test_ct2_speed_compares_both_decoders_in_both_precisions(run_benchmark):
     for result in report["results"].values():
         assert result["ct2_wpm"] > 0 and result["ours_wpm"] > 0
         assert 0 <= result["same_1best_sentences"] <= 4 and len(result["ratio_per_run"]) == 1
+
+
+def test_decode_profile_splits_the_steps_time_into_its_four_parts(run_benchmark):
+    report = run_benchmark("decode_profile", *RANDOM_TINY, "--sentences", "6", "--runs", "1")
+    assert set(report["results"]) == {"fp32", "int8"} and report["machine"]["isa"] == "native"
+    for precision, result in report["results"].items():
+        parts = result["seconds"]
+        assert set(parts) == {"matrix products", "ancestry kernels", "other operations", "python"}
+        assert parts["matrix products"] > 0 and parts["ancestry kernels"] > 0  # the profile's default path
+        assert sum(parts.values()) == pytest.approx(result["profiled_wall_s"], abs=0.01)
+        assert result["steps"] > 0 and result["ms_per_step"] > 0 and result["wpm"] > 0
+    assert "quantized::linear_dynamic" in report["results"]["int8"]["top_operators_s"]
 
 
 def test_decode_processes_child_decodes_its_part_when_told(monkeypatch, capsys):
