@@ -3,13 +3,20 @@
     SYSTEM/
       manifest.json          what it is (system, task, languages), its settings, versions, signatures, sha256s
       text/                  truecase.<lang>.json (cased languages), codes.<src>, codes.<tgt>, vocab.<tgt>.json
-      nmt/                   system.json and its member checkpoints (not for PBMT)
+      nmt/                   system.json and its member checkpoints (not for PBMT); a pretrained model's folder as
+                             nmt/pretrained/ (config, weights, tokenizer), or named by path (`pretrained` below)
       pbmt/                  phrase-table.npz, lm.bin, weights.json (PBMT and the systems built on its lattices)
 
 The manifest's settings (:class:`SystemSettings`) are those the pipeline decoded the system's split with: the
 decoding section of the profile (or the Table 2 variant's beam and threshold), the PBMT limits, and for LMBR the
 posteriors' settings, the theta L is built with (the PBMT's precisions), the theta it decodes with (tuned), lambda,
 the gain form, and mu for the -lat systems. :func:`load_system` checks every hash before anything is loaded.
+
+A system whose NMT is a pretrained `transformers` model (PRETRAINED_KINDS: PNMT, the model alone; LPNMT, the model
+with LMBR over the PBMT's lattices in its units; pretrained_export.py writes them) reads raw text through the
+model's tokenizer (no BPE: text/ holds the truecasers only). Its manifest's "pretrained" says where the model is:
+{"model": the name it was exported from, "folder": "nmt/pretrained" inside the system, or an absolute path outside
+it whose files' sha256s are the manifest's "external_files", checked like the others}.
 """
 from __future__ import annotations
 
@@ -20,16 +27,18 @@ from typing import Any
 from pipeline.deploy.manifest import read_manifest
 from pipeline.errors import DataError
 
-__all__ = ["KINDS", "SystemKind", "SystemSettings", "load_system", "DeployedSystem"]
+__all__ = ["KINDS", "PRETRAINED_KINDS", "SystemKind", "SystemSettings", "load_system", "DeployedSystem"]
 
 
 @dataclass(frozen=True)
 class SystemKind:
-    """What a row of Table 1 runs: the NMT system (None: PBMT alone), L, the lattice constraint."""
+    """What a row of Table 1 runs: the NMT system (None: PBMT alone), L, the lattice constraint, and whether the
+    NMT is a pretrained `transformers` model."""
 
     models: str | None
     lmbr: bool = False
     constrained: bool = False
+    pretrained: bool = False
 
     @property
     def needs_lattices(self) -> bool:
@@ -42,6 +51,10 @@ KINDS: dict[str, SystemKind] = {
     "FNMT-lat": SystemKind("FNMT", constrained=True), "TNMT-lat": SystemKind("TNMT", constrained=True),
     "LNMT-lat": SystemKind("FNMT", lmbr=True, constrained=True),
     "LTNMT-lat": SystemKind("TNMT", lmbr=True, constrained=True),
+}
+#: Systems whose NMT is a pretrained transformers model: alone, and with LMBR (free search).
+PRETRAINED_KINDS: dict[str, SystemKind] = {
+    "PNMT": SystemKind("PNMT", pretrained=True), "LPNMT": SystemKind("PNMT", lmbr=True, pretrained=True),
 }
 
 
@@ -67,7 +80,12 @@ class DeployedSystem:
 
     @property
     def kind(self) -> SystemKind:
-        return KINDS[self.name]
+        return KINDS.get(self.name) or PRETRAINED_KINDS[self.name]
+
+    def pretrained_folder(self) -> Path:
+        """The folder of the system's pretrained model (inside the system folder, or where the manifest points)."""
+        folder = Path(self.manifest["pretrained"]["folder"])
+        return folder if folder.is_absolute() else self.folder / folder
 
     @property
     def source(self) -> str:
@@ -96,6 +114,7 @@ def load_system(folder: Path) -> DeployedSystem:
     """The exported system in `folder`, after checking every file against the manifest."""
     manifest = read_manifest(Path(folder))
     system = manifest.get("system")
-    if system not in KINDS:
-        raise DataError(f"{Path(folder) / 'manifest.json'}: unknown system {system!r} (known: {', '.join(KINDS)})")
+    if system not in KINDS and system not in PRETRAINED_KINDS:
+        raise DataError(f"{Path(folder) / 'manifest.json'}: unknown system {system!r} (known: "
+                        f"{', '.join([*KINDS, *PRETRAINED_KINDS])})")
     return DeployedSystem(Path(folder), manifest)

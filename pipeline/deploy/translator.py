@@ -29,6 +29,11 @@ terms cannot all be met within its length limit (or on its lattice) is decoded a
 that names the line and the term (`missing_terms`). Where two terms' source spans overlap, the PBMT forces only
 the first.
 
+A system whose NMT is a pretrained `transformers` model (PNMT, LPNMT: system.py) takes the raw line through the
+model's own tokenizer instead of BPE and writes the model's text; its L is that of the lattices in the model's
+units (lattices/model_lmatrix.py). Terms reach its search only through the PBMT (and so through L): the NMT search's
+term constraints are over BPE subwords.
+
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
 """
@@ -87,12 +92,14 @@ class Translator:
             raise ValueError(f"batch_lines must be at least 1, not {batch_lines}")
         self.system, self.batch_lines, self.workers, self.terms = system, batch_lines, workers, terms
         self.decode_only = decode_only
+        self.pretrained = system.kind.pretrained
         self._term_ids: dict[str, list[int] | None] = {}
         self._target_bpe: BpeSegmenter | None = None
         self._word_final: torch.Tensor | None = None   # [V] bool: target subwords that end a word
         self.timings = {phase: 0.0 for phase in PHASES}
         self.lines_seen = 0
-        self.source = self._processor(system.source, system.path(f"text/codes.{system.source}"))
+        self.source = self._processor(system.source,
+                                      None if self.pretrained else system.path(f"text/codes.{system.source}"))
         self.target = self._processor(system.target, None)
         self.models = self._models(device) if system.kind.models else None
         self.pbmt = self._pbmt() if system.kind.needs_lattices and not decode_only else None
@@ -117,6 +124,9 @@ class Translator:
 
         decode = self.system.settings.decode
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if self.pretrained:  # (the CPU speed-ups and fp16 are this project's models')
+            return load_models([self.system.pretrained_folder()], device,
+                               languages=(self.system.source, self.system.target))
         speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
         half = decoding_half(decode.get("fp16", False), device)
         return load_models([self.system.path("nmt/system.json")], device, speedups, half=half)
@@ -151,6 +161,11 @@ class Translator:
     def _mapper(self):
         from lattices.units import TokenMapper
 
+        if self.pretrained:
+            from lattices.model_lmatrix import model_unit_mapper
+
+            return model_unit_mapper(self.models.tgt_vocab,
+                                     lambda words: self.target.postprocess(words, subword=False))
         target = self.system.target
         return TokenMapper.from_files(self.system.path(f"text/codes.{target}"),
                                       self.system.path(f"text/vocab.{target}.json"))
@@ -245,15 +260,19 @@ class Translator:
         words = [self.source.words(line) for line in lines]
         prepared = []
         for k, w in enumerate(words):
-            subwords = self.source.subwords(w) if self.models is not None else []
-            ids = self.models.src_vocab.encode(subwords) + [self.models.src_vocab.eos_id] if subwords else []
+            if self.pretrained:  # the model's tokenizer on the raw line
+                ids = self.models.src_vocab.encode_line(lines[k]) if w else []
+                subwords = self.models.src_vocab.tokenizer.convert_ids_to_tokens(ids)
+            else:
+                subwords = self.source.subwords(w) if self.models is not None else []
+                ids = self.models.src_vocab.encode(subwords) + [self.models.src_vocab.eos_id] if subwords else []
             prepared.append(Prepared(first + k, subwords, ids))
         for item, line, terminology in zip(prepared, lines, terms or [self.terms] * len(lines)):
             if terminology is not None and line.strip():
                 self._terms_of(item, terminology, line)
         if self.models is not None:
             self._check_positions(prepared)
-            limits = max_output_lengths(torch.tensor([len(p.subwords) + 1 for p in prepared]),
+            limits = max_output_lengths(torch.tensor([max(len(p.source_ids), 1) for p in prepared]),
                                         self.settings.max_length_a, self.settings.max_length_b, self._positions())
             for item, limit in zip(prepared, limits.tolist()):
                 item.limit = limit
@@ -277,6 +296,11 @@ class Translator:
             if self.pbmt is not None and all(last < a or first > b for a, b in item.forced):
                 item.forced[(first, last)] = tuple(self.target.tokenizer.tokenize(term.target))
             if self.models is None or not item.source_ids:
+                continue
+            if self.pretrained:
+                _LOG.warning("%s, line %d: term %r -> %r (%s): the pretrained model's search has no term constraints; "
+                             "the term is forced in the PBMT's lattice (and so in L) only", self.system.name,
+                             item.line, " ".join(term.source), term.target, term.origin)
                 continue
             ids = self._target_ids(term.target)
             if ids is None:
@@ -347,6 +371,12 @@ class Translator:
             return
         kind, lmbr = self.system.kind, self.system.settings.lmbr
         paths = lattice_paths(tmp)
+        if self.pretrained:  # L in the model's units (no -lat or anchored search, no term acceptors)
+            if kind.lmbr:
+                for item, matrix in zip(prepared, self._lmatrices(paths, None, None, tmp / "lmatrix.npz")):
+                    item.lmatrix = matrix
+            self._tick("posteriors", clock)
+            return
         codes, vocab = self.system.path(f"text/codes.{self.system.target}"), \
             self.system.path(f"text/vocab.{self.system.target}.json")
         if kind.lmbr:
@@ -374,15 +404,22 @@ class Translator:
                     prepared[k].lattice = read_lattice(paths[k])
         self._tick("posteriors", clock)
 
-    def _lmatrices(self, paths: list[Path], codes: Path, vocab: Path, shard: Path) -> list:
-        """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta."""
+    def _lmatrices(self, paths: list[Path], codes: Path | None, vocab: Path | None, shard: Path) -> list:
+        """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta; for a
+        pretrained model, in its units (codes and vocab unused)."""
         from lattices.lmatrix_shards import build_lmatrix_shard, load_shard
+        from lattices.model_lmatrix import build_model_lmatrix_shard
         from lattices.theta import Theta
 
         lmbr = self.system.settings.lmbr
-        build_lmatrix_shard(paths, codes, vocab, Theta.from_signature(lmbr["theta_build"]), lmbr["alpha"],
-                            lmbr["semiring"], lmbr["nbest"], shard, lmbr["order"], lmbr["engine"],
-                            lmbr["max_evidence_states"], self.mapper)
+        built = Theta.from_signature(lmbr["theta_build"])
+        if self.pretrained:
+            build_model_lmatrix_shard(paths, self.mapper, len(self.models.tgt_vocab), built, lmbr["alpha"],
+                                      lmbr["semiring"], lmbr["nbest"], shard, lmbr["order"], lmbr["engine"],
+                                      lmbr["max_evidence_states"])
+        else:
+            build_lmatrix_shard(paths, codes, vocab, built, lmbr["alpha"], lmbr["semiring"], lmbr["nbest"], shard,
+                                lmbr["order"], lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
         matrices = sorted(load_shard(shard), key=lambda m: m.sentence)
         if lmbr["theta"] != lmbr["theta_build"]:
             theta = Theta.from_signature(lmbr["theta"])
@@ -440,6 +477,8 @@ class Translator:
 
         if not hypotheses:
             return ""
+        if self.pretrained:
+            return self.models.tgt_vocab.decode_line(hypotheses[0].tokens)
         pieces = self.models.tgt_vocab.decode(hypotheses[0].tokens)
         if item.lattice is not None and UNK in pieces:
             if self.system.kind.constrained or item.acceptor is not None or item.from_lattice:  # a lattice string

@@ -36,7 +36,7 @@ from pipeline.errors import PipelineError
 from pipeline.nmt.interface import DecoderState
 
 __all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary", "is_pretrained_folder",
-           "load_pretrained"]
+           "load_pretrained", "model_folder"]
 
 # ISO 639-1 codes of the tasks' languages -> ISO 639-3 (NLLB's codes start with them, e.g. deu_Latn)
 _ISO3 = {"de": "deu", "en": "eng", "zh": "zho", "ja": "jpn", "fr": "fra", "es": "spa", "ru": "rus", "cs": "ces"}
@@ -234,6 +234,28 @@ def _not_here(name: str, why: str, error: Exception) -> NoReturn:
         f"{name}: not in the Hugging Face cache and {why}; put the model in {_cache_folder()} (e.g. `hf download "
         f"{name}` where a network is reachable, then copy that cache folder over), or download it to a folder of "
         "its own and name that folder instead") from error
+
+
+def model_folder(name_or_path: str | Path, local_files_only: bool | None = None) -> Path:
+    """The folder of a model: a local folder as it is; a hub name's snapshot in the Hugging Face cache (fetched
+    first unless offline, as for load_pretrained). Raises PretrainedModelError naming the model and the cache."""
+    name, folder = str(name_or_path), Path(name_or_path)
+    if folder.is_dir():
+        return folder
+    if folder.is_absolute() or name.startswith(".") or folder.exists():
+        raise PretrainedModelError(f"{name}: no such model folder")
+    from huggingface_hub import snapshot_download
+
+    offline = _offline(local_files_only)
+    try:
+        return Path(snapshot_download(repo_id=name, local_files_only=True))
+    except Exception as error:  # noqa: BLE001 (not in the cache, in any of the hub client's ways)
+        if offline:
+            _not_here(name, "the hub is not to be reached (offline)", error)
+    try:
+        return Path(snapshot_download(repo_id=name))
+    except Exception as error:  # noqa: BLE001
+        _not_here(name, "fetching it from the hub failed", error)
 
 
 def _language_matches(ours: str, theirs: str | None) -> bool:

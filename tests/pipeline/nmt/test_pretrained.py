@@ -218,3 +218,27 @@ def test_a_pretrained_model_is_loaded_alone_and_for_the_tasks_languages(system, 
         load_models([system.name])
     with pytest.raises(CheckpointError, match="decodes alone"):
         load_models([system.name, system.name], languages=("de", "en"))
+
+
+def test_model_folder_finds_a_hub_name_in_the_cache_and_fails_at_once_offline(system, tmp_path, monkeypatch):
+    """A hub name resolves to its snapshot in the Hugging Face cache (laid out as the hub client writes it);
+    one that is not there fails at once offline, naming the model."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    from pipeline.nmt.pretrained import model_folder
+
+    assert model_folder(system.name) == Path(system.name)
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--tiny--opus-mt-de-en" / "snapshots" / ("0" * 40)
+    shutil.copytree(system.name, snapshot)
+    (cache / "models--tiny--opus-mt-de-en" / "refs").mkdir()
+    (cache / "models--tiny--opus-mt-de-en" / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert model_folder("tiny/opus-mt-de-en") == snapshot
+    with pytest.raises(PretrainedModelError, match=r"tiny/opus-mt-xx-yy: not in the Hugging Face cache"):
+        model_folder("tiny/opus-mt-xx-yy")
+    with pytest.raises(PretrainedModelError, match="no such model folder"):
+        model_folder(tmp_path / "nothing")

@@ -1,0 +1,161 @@
+"""A system whose NMT is a pretrained transformers model: exported over the session's tiny de-en systems (their
+PBMT lattices, truecasers and settings), translated by `lmbr translate --system` and served by `lmbr serve` like any
+exported system, offline.
+
+The model is a tiny random MarianMT whose SentencePiece model is trained on the English side of that pipeline's
+training text, so that every word of the PBMT's lattices has its pieces (tests/pipeline/nmt/tiny_hf.py).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("transformers")
+pytest.importorskip("sentencepiece")
+
+from pipeline.cli.lmbr import main as lmbr_main  # noqa: E402
+from pipeline.deploy.pretrained_export import export_pretrained_system  # noqa: E402
+from pipeline.deploy.system import load_system  # noqa: E402
+from pipeline.deploy.translator import Translator  # noqa: E402
+from pipeline.errors import DataError  # noqa: E402
+from pipeline.io import read_lines  # noqa: E402
+from tests.conftest import sentence_pairs  # noqa: E402
+from tests.pipeline.nmt.tiny_hf import tiny_marian  # noqa: E402
+
+LAMBDA = 1e-4  # the random model's log-probabilities barely count: L (the lattice) decides
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    english = [e for e, _ in sentence_pairs(300, seed=1)]
+    return tiny_marian(tmp_path_factory.mktemp("marian"), seed=1, init_std=0.15, eos_bias=2.0, lines=english,
+                       vocab_size=120)
+
+
+@pytest.fixture(scope="module")
+def pretrained_systems(exported_systems, marian, tmp_path_factory):
+    """{"LPNMT": folder, "PNMT": folder} over the session's LNMT export, and the raw source lines."""
+    exports, raw = exported_systems
+    out = tmp_path_factory.mktemp("pretrained-systems")
+    base = exports["LNMT"].folder()
+    folders = {"LPNMT": export_pretrained_system(marian, base, out / "LPNMT", nmt_lambda=LAMBDA).folder,
+               "PNMT": export_pretrained_system(marian, base, out / "PNMT", lmbr=False).folder}
+    return folders, raw
+
+
+def test_the_folder_holds_the_model_and_the_base_systems_pbmt_with_every_sha256(pretrained_systems, exported_systems,
+                                                                              marian):
+    folders, _ = pretrained_systems
+    exports, _ = exported_systems
+    system, base = load_system(folders["LPNMT"]), load_system(exports["LNMT"].folder())
+    files = system.manifest["files"]
+    assert {"nmt/pretrained/config.json", "nmt/pretrained/model.safetensors", "nmt/pretrained/target.spm",
+            "pbmt/phrase-table.npz", "pbmt/lm.bin", "pbmt/weights.json"} <= files.keys()
+    assert not any(name.startswith("text/codes") or name.endswith("system.json") for name in files)
+    assert system.kind.pretrained and system.kind.lmbr and system.pretrained_folder() == folders["LPNMT"] / "nmt" / \
+        "pretrained"
+    assert system.settings.lmbr["nmt_lambda"] == LAMBDA
+    assert {k: v for k, v in system.settings.lmbr.items() if k != "nmt_lambda"} == \
+        {k: v for k, v in base.settings.lmbr.items() if k != "nmt_lambda"}
+    assert system.settings.pbmt == base.settings.pbmt and system.settings.decode == base.settings.decode
+    pnmt = load_system(folders["PNMT"])
+    assert not pnmt.kind.needs_lattices and not any(name.startswith("pbmt/") for name in pnmt.manifest["files"])
+
+
+def test_the_model_alone_translates_as_one_decoding_call(pretrained_systems, marian):
+    """PNMT through the Translator (batches of 4) = translate_lines over the model folder with the same settings."""
+    from pipeline.decode.translate import load_models, translate_lines
+
+    folders, raw = pretrained_systems
+    translator = Translator(load_system(folders["PNMT"]), batch_lines=4)
+    decode = translator.system.settings.decode
+    expected = translate_lines(raw, load_models([marian], languages=("de", "en")), translator.settings,
+                               batch_sentences=decode["batch_sentences"]).text
+    assert list(translator.translate(raw)) == expected
+    assert translator.timings["pbmt"] == 0 and translator.timings["nmt"] > 0
+
+
+def test_lmbr_takes_the_random_model_to_the_phrase_based_translations(pretrained_systems, exported_systems):
+    """With lambda near 0 the hybrid writes what the PBMT lattices say (through the model's units and tokenizer):
+    nearly every n-gram of its output is in the PBMT's translations, unlike the model alone's. (Its outputs are
+    shorter than the PBMT's: theta was tuned for the base system's BPE units, not the model's pieces.)"""
+    from pipeline.evaluation.bleu import corpus_bleu
+
+    folders, raw = pretrained_systems
+    exports, _ = exported_systems
+    pbmt = list(read_lines(exports["PBMT"].decoding().artifact_dir() / "translation.en"))
+    hybrid = list(Translator(load_system(folders["LPNMT"]), batch_lines=4).translate(raw))
+    alone = list(Translator(load_system(folders["PNMT"]), batch_lines=4).translate(raw))
+    ours, theirs = corpus_bleu(hybrid, pbmt, "en"), corpus_bleu(alone, pbmt, "en")
+    assert ours.precisions[0] > 90 and ours.precisions[3] > 50, list(zip(hybrid, pbmt))
+    assert theirs.precisions[0] < 30 and ours.score > theirs.score + 40
+
+
+def test_lmbr_translate_runs_the_exported_hybrid_offline(pretrained_systems, tmp_path, monkeypatch):
+    folders, raw = pretrained_systems
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source, out = tmp_path / "in.de", tmp_path / "out.en"
+    source.write_text("\n".join([raw[0], "", *raw[1:4]]) + "\n", encoding="utf-8")
+    assert lmbr_main(["translate", "--system", str(folders["LPNMT"]), "-i", str(source), "-o", str(out),
+                      "--batch-lines", "2", "--timings", str(tmp_path / "timings.json")]) == 0
+    expected = list(Translator(load_system(folders["LPNMT"]), batch_lines=3).translate(raw[:4]))
+    assert out.read_text(encoding="utf-8").split("\n")[:5] == [expected[0], "", *expected[1:4]]
+    assert json.loads((tmp_path / "timings.json").read_text())["timings"]["posteriors"] > 0
+
+
+def test_lmbr_serve_answers_a_real_http_request_with_the_offline_translations(pretrained_systems):
+    import os
+
+    import httpx
+
+    from tests.pipeline.deploy.test_http_server import Server
+
+    folders, raw = pretrained_systems
+    offline = list(Translator(load_system(folders["LPNMT"])).translate(raw[:3]))
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the server's environment: no hub
+    try:
+        server = Server(folders["LPNMT"], "--pool-sentences", "4")
+    finally:
+        os.environ.pop("HF_HUB_OFFLINE")
+    try:
+        answer = httpx.post(f"{server.url}/translate", json={"q": raw[:3], "source": "de", "target": "en"},
+                            timeout=120)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["translatedText"] == offline
+        assert httpx.get(f"{server.url}/health", timeout=5).json()["system"] == "LPNMT"
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_linked_model_is_checked_by_its_sha256_and_an_altered_one_refused(exported_systems, pretrained_systems,
+                                                                           marian, tmp_path):
+    exports, raw = exported_systems
+    model = tmp_path / "model"
+    shutil.copytree(marian, model)
+    folder = export_pretrained_system(model, exports["LNMT"].folder(), tmp_path / "PNMT", lmbr=False, link=True).folder
+    system = load_system(folder)
+    assert system.pretrained_folder() == model.resolve()
+    assert not any(name.startswith("nmt/") for name in system.manifest["files"])
+    assert str((model / "config.json").resolve()) in system.manifest["external_files"]
+    copied = load_system(pretrained_systems[0]["PNMT"])
+    assert list(Translator(system).translate(raw[:3])) == list(Translator(copied).translate(raw[:3]))
+    config = model / "config.json"
+    config.write_text(config.read_text().replace('"d_model": 32', '"d_model": 32 '))
+    with pytest.raises(DataError, match=r"model/config\.json: corrupt or altered"):
+        load_system(folder)
+    config.unlink()
+    with pytest.raises(DataError, match=r"model/config\.json: missing"):
+        load_system(folder)
+
+
+def test_an_export_needs_a_base_with_what_the_system_takes(exported_systems, marian, tmp_path):
+    exports, _ = exported_systems
+    with pytest.raises(DataError, match="has no NMT"):
+        export_pretrained_system(marian, exports["PBMT"].folder(), tmp_path / "a")
+    with pytest.raises(DataError, match="takes its LMBR settings from an LMBR system"):
+        export_pretrained_system(marian, exports["FNMT"].folder(), tmp_path / "b")
+    with pytest.raises(DataError, match="nmt_lambda must be positive"):
+        export_pretrained_system(marian, exports["LNMT"].folder(), tmp_path / "c", nmt_lambda=0.0)
+    assert not any((tmp_path / name).exists() for name in "abc")
