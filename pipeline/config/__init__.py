@@ -15,16 +15,16 @@ from pipeline.config.profile_settings import (DISTILLATIONS, GAIN_FORMS, PRECISI
                                               NmtProfile, NmtTrainingProfile, PbmtProfile, Profile,
                                               TransformerProfile, VariantProfile)
 from pipeline.config.task_settings import (ARCHIVE_FORMATS, CHECKSUM_ALGORITHMS, TOKENIZERS, BpeTaskConfig,
-                                           CorpusConfig, DownloadConfig, LanguageConfig, LmTaskConfig, SplitsConfig,
-                                           TaskConfig, check_task)
+                                           CorpusConfig, DownloadConfig, LanguageConfig, LmTaskConfig,
+                                           PretrainedTaskConfig, SplitsConfig, TaskConfig, check_task)
 from pipeline.config.toml_tables import build_dataclass, read_toml
 from pipeline.errors import ConfigError
 
 __all__ = ["ARCHIVE_FORMATS", "CHECKSUM_ALGORITHMS", "CONFIG_DIR", "DISTILLATIONS", "GAIN_FORMS", "PRECISIONS",
            "TOKENIZERS", "TRAIN_SOURCES", "BpeProfile", "BpeTaskConfig", "CorpusConfig", "DataProfile", "DecodeProfile",
            "DownloadConfig", "GruProfile", "LanguageConfig", "LmProfile", "LmTaskConfig", "LmbrProfile", "NmtProfile",
-           "NmtTrainingProfile", "PbmtProfile", "Profile", "SplitsConfig", "TaskConfig", "TransformerProfile",
-           "VariantProfile", "available", "load_profile", "load_task"]
+           "NmtTrainingProfile", "PbmtProfile", "PretrainedTaskConfig", "Profile", "SplitsConfig", "TaskConfig",
+           "TransformerProfile", "VariantProfile", "available", "load_profile", "load_task"]
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "configs"
 

@@ -71,6 +71,28 @@ class LmTaskConfig:
 
 
 @dataclass(frozen=True)
+class PretrainedTaskConfig:
+    """A `transformers` translation model for the task's systems with a pretrained NMT (pipeline/nmt/pretrained.py).
+
+    model: a hub name ("Helsinki-NLP/opus-mt-de-en": found in the Hugging Face cache, or fetched where the hub is
+    reachable), or a model folder: a path starting with "/", "./", "../" or "~" (a relative one is relative to the
+    checkout); "" for none.
+    """
+
+    model: str = ""
+
+    def location(self, checkout: Path) -> str | Path | None:
+        """The model as load_pretrained and model_folder take it: a folder's Path, a hub name, or None."""
+        if not self.model:
+            return None
+        if self.model.startswith(("/", "~")):
+            return Path(self.model).expanduser()
+        if self.model.startswith(("./", "../")):
+            return (Path(checkout) / self.model).resolve()
+        return self.model
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     name: str
     description: str
@@ -85,6 +107,7 @@ class TaskConfig:
     sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
     corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
     train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
+    pretrained: PretrainedTaskConfig = field(default_factory=PretrainedTaskConfig)  # a pretrained NMT, if any
     path: Path = Path()
 
     def data_for(self, profile: "Profile") -> "DataProfile":
@@ -130,6 +153,11 @@ def check_task(config: TaskConfig) -> None:
         raise ConfigError(f"{path}: key 'splits.devtest' must name at least one development test set")
     if config.lm.order < 1:
         raise ConfigError(f"{path}: key 'lm.order' must be at least 1")
+    model = config.pretrained.model
+    if model and (model != model.strip() or any(c.isspace() for c in model) or
+                  (not model.startswith(("/", "./", "../", "~")) and model.count("/") > 1)):
+        raise ConfigError(f"{path}: key 'pretrained.model' is {model!r}: a hub name (owner/name) or a folder "
+                          "(starting with /, ./, ../ or ~)")
     for split, download in config.downloads.items():
         key = f"downloads.{split}"
         algorithm, _, digest = download.checksum.partition(":")

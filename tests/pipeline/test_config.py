@@ -318,3 +318,23 @@ def test_distillation_names_a_known_teacher_and_variant(tmp_path, setting, messa
     with pytest.raises(ConfigError, match=message):
         config.load_profile("small", folder)
     assert config.load_profile("small").nmt.transformer.training.distillation == "none"
+
+
+def test_a_task_may_name_a_pretrained_model_by_hub_name_or_folder(tmp_path):
+    checkout = config.CONFIG_DIR.parent
+    assert config.load_task("ger-eng").pretrained.location(checkout) is None  # none by default
+    folder = edit_config(tmp_path, "tasks/ger-eng.toml", "[lm]", '[pretrained]\nmodel = "Helsinki-NLP/opus-mt-de-en"'
+                                                                 "\n\n[lm]")
+    assert config.load_task("ger-eng", folder).pretrained.location(checkout) == "Helsinki-NLP/opus-mt-de-en"
+    for value, expected in (("./models/opus-mt-de-en", checkout / "models" / "opus-mt-de-en"),
+                            ("/srv/models/opus-mt-de-en", Path("/srv/models/opus-mt-de-en"))):
+        pretrained = config.PretrainedTaskConfig(value)
+        assert pretrained.location(checkout) == expected
+    for bad in ("opus mt", "a/b/c", " Helsinki-NLP/opus-mt-de-en"):
+        path = folder / "tasks" / "ger-eng.toml"
+        path.write_text(path.read_text().replace(path.read_text().split("model = ")[1].split("\n")[0], f'"{bad}"'))
+        with pytest.raises(ConfigError, match=r"ger-eng.toml: key 'pretrained.model' is .*a hub name \(owner/name\)"):
+            config.load_task("ger-eng", folder)
+    path.write_text(path.read_text().replace("model = ", "modle = "))
+    with pytest.raises(ConfigError, match=r"unknown key 'pretrained.modle'"):
+        config.load_task("ger-eng", folder)

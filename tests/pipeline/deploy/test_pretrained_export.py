@@ -159,3 +159,23 @@ def test_an_export_needs_a_base_with_what_the_system_takes(exported_systems, mar
     with pytest.raises(DataError, match="nmt_lambda must be positive"):
         export_pretrained_system(marian, exports["LNMT"].folder(), tmp_path / "c", nmt_lambda=0.0)
     assert not any((tmp_path / name).exists() for name in "abc")
+
+
+def test_lmbr_export_pretrained_takes_the_model_from_the_task_config(exported_systems, marian, tmp_path, capsys):
+    """`lmbr export-pretrained` without --model: the base task's [pretrained] model; an unset key is an error that
+    names it."""
+    from pipeline import config
+    from tests.pipeline.test_config import edit_config
+
+    exports, raw = exported_systems
+    base = str(exports["LNMT"].folder())
+    assert lmbr_main(["export-pretrained", "--base", base, "-o", str(tmp_path / "unset")]) == 2
+    assert "ger-eng.toml: key 'pretrained.model' is not set: give --model" in capsys.readouterr().err
+    configs = edit_config(tmp_path / "configs", "tasks/ger-eng.toml", "[lm]", f'[pretrained]\nmodel = "{marian}"\n\n[lm]')
+    assert config.load_task("ger-eng", configs).pretrained.location(tmp_path) == marian
+    out = tmp_path / "LPNMT"
+    assert lmbr_main(["export-pretrained", "--base", base, "-o", str(out), "--nmt-lambda", "0.5",
+                      "--config-dir", str(configs)]) == 0
+    system = load_system(out)
+    assert system.name == "LPNMT" and system.manifest["pretrained"]["model"] == str(marian)
+    assert system.settings.lmbr["nmt_lambda"] == 0.5 and f"LPNMT: {out}" in capsys.readouterr().err
