@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -34,7 +34,8 @@ from lattices.lattice import Lattice
 if TYPE_CHECKING:
     from lattices.units import TokenMapper
 
-__all__ = ["Acceptor", "acceptor_of_lattice", "build_acceptor_shard", "load_acceptors", "save_acceptors"]
+__all__ = ["Acceptor", "acceptor_of_lattice", "build_acceptor_shard", "load_acceptors", "save_acceptors",
+           "write_acceptor_shard"]
 
 @dataclass(frozen=True)
 class Acceptor:
@@ -252,13 +253,22 @@ def build_acceptor_shard(lattice_paths: Sequence[Path], codes: Path | None, voca
     """The acceptors of the given lattice files (``<i>.fst``, mapped to target units as for L) into ``out_path``;
     statistics: sentences, states, arcs, and the sentences whose lattice accepts nothing. ``mapper``: the
     TokenMapper of codes and vocab when the caller holds one (a server: loading the codes costs ~50 ms)."""
-    from lattices.fst_io import read_lattice, sentence_index
     from lattices.units import TokenMapper, map_lattice
 
     mapper = mapper if mapper is not None else TokenMapper.from_files(codes, vocab)
-    bos, eos = mapper.vocab.bos_id, mapper.vocab.eos_id
-    acceptors = {sentence_index(Path(p)): acceptor_of_lattice(map_lattice(read_lattice(Path(p)), mapper), bos, eos,
-                                                              nbest, engine, max_states) for p in lattice_paths}
+    return write_acceptor_shard(lattice_paths, lambda lattice: map_lattice(lattice, mapper), mapper.vocab.bos_id,
+                                mapper.vocab.eos_id, nbest, out_path, engine, max_states)
+
+
+def write_acceptor_shard(lattice_paths: Sequence[Path], to_units: Callable[[Lattice], Lattice], bos_id: int,
+                         eos_id: int, nbest: int, out_path: Path, engine: str = "openfst",
+                         max_states: int = 0) -> dict:
+    """:func:`build_acceptor_shard` with any mapping of word lattices to target units (``to_units``: a word lattice
+    -> the lattice in target ids, label 0 epsilon; ``bos_id``, ``eos_id``: the labels of its <s> and </s>)."""
+    from lattices.fst_io import read_lattice, sentence_index
+
+    acceptors = {sentence_index(Path(p)): acceptor_of_lattice(to_units(read_lattice(Path(p))), bos_id, eos_id, nbest,
+                                                              engine, max_states) for p in lattice_paths}
     save_acceptors(out_path, acceptors)
     return {"sentences": len(acceptors), "states": int(sum(a.num_states for a in acceptors.values())),
             "arcs": int(sum(a.arc_src.size for a in acceptors.values())),

@@ -8,7 +8,7 @@ sentence on full lattices, and the page faults of that memory a third of the sta
 sentences (a server's) never touches the spool. :func:`save_shard` writes a list of L the same way;
 :func:`load_shard` reads one back; :class:`LMatrixStore` finds sentences across shards and loads them on demand;
 :func:`build_lmatrix_shard` is the one call a Luigi task needs (:func:`write_lmatrix_shard`, the same with another
-mapping of the word lattices to target units: a pretrained model's, lattices/model_lmatrix.py).
+mapping of the word lattices to target units: a pretrained model's, lattices/model_shards.py).
 """
 from __future__ import annotations
 

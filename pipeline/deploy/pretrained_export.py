@@ -1,15 +1,17 @@
 """An exported system whose NMT is a pretrained `transformers` model: the model beside an exported system's PBMT.
 
     export_pretrained_system("models/opus-mt-de-en", base="systems/ger-eng/LNMT", out="systems/ger-eng/LPNMT")
-    export_pretrained_system("Helsinki-NLP/opus-mt-de-en", base=..., out=..., lmbr=False)   # PNMT: the model alone
+    export_pretrained_system("Helsinki-NLP/opus-mt-de-en", base=..., out=..., system="PNMT")  # the model alone
     lmbr translate --system systems/ger-eng/LPNMT -i news.de        # then like any exported system, offline
 
-The base is an exported system of the same task (system.py) with an NMT: the new folder takes its truecasers
-(text/), its PBMT (pbmt/: the lattices' phrase table, LM and weights, and their settings), its decoding settings
-(beam, threshold, batching, length limits, patience) and, for LPNMT, its LMBR settings (posteriors' settings, the
-theta L is built with, the decoding theta, the gain form, alpha), all but lambda: a pretrained model's
-log-probabilities are on another scale than the base's NMT's, so lambda is `nmt_lambda` (default: the base's).
-LPNMT searches free (an anchored base is decoded free).
+The base is an exported system of the same task (system.py) with an NMT, and by default the new system does what
+the base does (system.pretrained_counterpart: LNMT -> LPNMT, TNMT-lat -> PNMT-lat); another system needs a base
+with its settings (LMBR's for LPNMT, the lattice's weight for the -lat systems). The new folder takes the base's
+truecasers (text/), its PBMT (pbmt/: the lattices' phrase table, LM and weights, and their settings), its decoding
+settings (beam, threshold, batching, length limits, patience), its LMBR settings (posteriors' settings, the theta L
+is built with, the decoding theta, the gain form, alpha) and the lattice's weight mu, all but lambda: a pretrained
+model's log-probabilities are on another scale than the base's NMT's, so lambda is `nmt_lambda` (default: the
+base's). An anchored base's LMBR search becomes a free one.
 
 The model's files (every file of its folder, or of its snapshot in the Hugging Face cache for a hub name) are
 copied to nmt/pretrained/ and hashed with the others; with `link`, the folder only names them by absolute path and
@@ -26,7 +28,7 @@ from typing import Any
 import torch
 
 from pipeline.deploy.manifest import write_manifest
-from pipeline.deploy.system import PRETRAINED_KINDS, DeployedSystem, load_system
+from pipeline.deploy.system import PRETRAINED_KINDS, DeployedSystem, SystemKind, load_system, pretrained_counterpart
 from pipeline.errors import DataError
 from pipeline.io import atomic_dir
 
@@ -35,27 +37,37 @@ __all__ = ["export_pretrained_system"]
 PRETRAINED_DIR = "nmt/pretrained"
 
 
-def export_pretrained_system(model: str | Path, base: Path, out: Path, lmbr: bool = True,
+def export_pretrained_system(model: str | Path, base: Path, out: Path, system: str | None = None,
                              nmt_lambda: float | None = None, link: bool = False) -> DeployedSystem:
-    """Write the system folder `out` (LPNMT with `lmbr`, else PNMT) of pretrained `model` (a folder or a hub name)
-    over the exported system `base`; returns it loaded (every hash checked). See the module docstring."""
+    """Write the folder `out` of the pretrained `system` (PRETRAINED_KINDS; default: the base's counterpart) with
+    pretrained `model` (a folder or a hub name) over the exported system `base`; returns it loaded (every hash
+    checked). See the module docstring."""
     from pipeline.nmt.pretrained import load_pretrained, model_folder
 
     base_system = load_system(Path(base))
-    name = "LPNMT" if lmbr else "PNMT"
     settings = base_system.settings
-    if not settings.decode:
-        raise DataError(f"{base_system.folder}: the {base_system.name} system has no NMT, so no decoding settings "
-                        "to give the pretrained model: export over an NMT system of the task (e.g. its LNMT)")
-    if lmbr and not base_system.kind.lmbr:
-        raise DataError(f"{base_system.folder}: {name} takes its LMBR settings from an LMBR system (LNMT, LTNMT), "
-                        f"not {base_system.name}")
+    if not settings.decode or base_system.kind.pretrained:
+        raise DataError(f"{base_system.folder}: the {base_system.name} system has no NMT of this project's, so no "
+                        "decoding settings to give the pretrained model: export over an NMT system of the task "
+                        "(e.g. its LNMT)")
+    name = system or pretrained_counterpart(base_system.name)
+    if name not in PRETRAINED_KINDS:
+        raise DataError(f"{name}: not a system with a pretrained NMT (known: {', '.join(PRETRAINED_KINDS)})")
+    kind = PRETRAINED_KINDS[name]
+    if kind.lmbr and not base_system.kind.lmbr:
+        raise DataError(f"{base_system.folder}: {name} takes its LMBR settings from an LMBR system (LNMT, LTNMT, "
+                        f"LNMT-lat, LTNMT-lat), not {base_system.name}")
+    if kind.constrained and not base_system.kind.constrained:
+        raise DataError(f"{base_system.folder}: {name} takes the lattice's weight from a -lat system, not "
+                        f"{base_system.name}")
+    if nmt_lambda is not None and not kind.lmbr:
+        raise DataError(f"{name} has no LMBR: nmt_lambda is for LPNMT and LPNMT-lat")
     folder = model_folder(model)
     load_pretrained(folder, base_system.source, base_system.target, local_files_only=True)  # tokenizer, languages
     files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     manifest: dict[str, Any] = {key: base_system.manifest.get(key) for key in
                                 ("task", "profile", "variant", "source", "target", "languages")}
-    manifest.update(system=name, settings=_settings(settings.__dict__, lmbr, nmt_lambda),
+    manifest.update(system=name, settings=_settings(settings.__dict__, kind, nmt_lambda),
                     pretrained={"model": str(model), "folder": str(folder.resolve()) if link else PRETRAINED_DIR},
                     exported_from={"base": str(base_system.folder), "base_system": base_system.name,
                                    "model": str(model)},
@@ -77,12 +89,18 @@ def export_pretrained_system(model: str | Path, base: Path, out: Path, lmbr: boo
     return load_system(Path(out))
 
 
-def _settings(base: dict[str, dict], lmbr: bool, nmt_lambda: float | None) -> dict[str, dict]:
-    """The base's settings for the new system: decode always, pbmt and lmbr (free search) for LPNMT."""
+#: The settings of "lmbr" that only LMBR reads (the -lat systems read the rest: the evidence space and mu).
+_LMBR_ONLY = ("theta_build", "theta", "alpha", "nmt_lambda", "gains")
+
+
+def _settings(base: dict[str, dict], kind: SystemKind, nmt_lambda: float | None) -> dict[str, dict]:
+    """The base's settings for a system of `kind`: decode always; pbmt and lmbr where it uses the lattices."""
     settings: dict[str, dict] = {"decode": dict(base["decode"])}  # (its CPU speed-ups and fp16: ours only)
-    if lmbr:
+    if kind.needs_lattices:
         settings["pbmt"] = dict(base["pbmt"])
-        chosen = {k: v for k, v in base["lmbr"].items() if k not in ("search", "anchor_nbest", "lattice_weight")}
+        dropped = ("search", "anchor_nbest") + (() if kind.lmbr else _LMBR_ONLY) + \
+            (() if kind.constrained else ("lattice_weight",))
+        chosen = {k: v for k, v in base["lmbr"].items() if k not in dropped}
         if nmt_lambda is not None:
             if nmt_lambda <= 0:
                 raise DataError(f"nmt_lambda must be positive, not {nmt_lambda}")

@@ -13,7 +13,8 @@ posteriors' settings, the theta L is built with (the PBMT's precisions), the the
 the gain form, and mu for the -lat systems. :func:`load_system` checks every hash before anything is loaded.
 
 A system whose NMT is a pretrained `transformers` model (PRETRAINED_KINDS: PNMT, the model alone; LPNMT, the model
-with LMBR over the PBMT's lattices in its units; pretrained_export.py writes them) reads raw text through the
+with LMBR over the PBMT's lattices in its units; PNMT-lat and LPNMT-lat, the same inside the PBMT's lattice;
+pretrained_export.py writes them) reads raw text through the
 model's tokenizer (no BPE: text/ holds the truecasers only). Its manifest's "pretrained" says where the model is:
 {"model": the name it was exported from, "folder": "nmt/pretrained" inside the system, or an absolute path outside
 it whose files' sha256s are the manifest's "external_files", checked like the others}.
@@ -27,7 +28,8 @@ from typing import Any
 from pipeline.deploy.manifest import read_manifest
 from pipeline.errors import DataError
 
-__all__ = ["KINDS", "PRETRAINED_KINDS", "SystemKind", "SystemSettings", "load_system", "DeployedSystem"]
+__all__ = ["KINDS", "PRETRAINED_KINDS", "SystemKind", "SystemSettings", "load_system", "DeployedSystem",
+           "pretrained_counterpart"]
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,19 @@ KINDS: dict[str, SystemKind] = {
     "LNMT-lat": SystemKind("FNMT", lmbr=True, constrained=True),
     "LTNMT-lat": SystemKind("TNMT", lmbr=True, constrained=True),
 }
-#: Systems whose NMT is a pretrained transformers model: alone, and with LMBR (free search).
+#: Systems whose NMT is a pretrained transformers model: alone, with LMBR (free search), inside the PBMT lattice.
 PRETRAINED_KINDS: dict[str, SystemKind] = {
     "PNMT": SystemKind("PNMT", pretrained=True), "LPNMT": SystemKind("PNMT", lmbr=True, pretrained=True),
+    "PNMT-lat": SystemKind("PNMT", constrained=True, pretrained=True),
+    "LPNMT-lat": SystemKind("PNMT", lmbr=True, constrained=True, pretrained=True),
 }
+
+
+def pretrained_counterpart(name: str) -> str:
+    """The pretrained system that does what system `name` of Table 1 does (LNMT -> LPNMT, TNMT-lat -> PNMT-lat)."""
+    kind = KINDS[name]
+    return next(other for other, k in PRETRAINED_KINDS.items() if (k.lmbr, k.constrained) == (kind.lmbr,
+                                                                                               kind.constrained))
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,9 @@ the first.
 
 A system whose NMT is a pretrained `transformers` model (PNMT, LPNMT: system.py) takes the raw line through the
 model's own tokenizer instead of BPE and writes the model's text; its L is that of the lattices in the model's
-units (lattices/model_lmatrix.py). Terms reach its search only through the PBMT (and so through L): the NMT search's
-term constraints are over BPE subwords.
+units, and so are its acceptors (lattices/model_shards.py). Terms reach its search only through the PBMT's lattice
+(L, and the acceptor an LMBR system decodes a line with forced terms on): the NMT search's own term constraints are
+over BPE subwords.
 
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
@@ -162,7 +163,7 @@ class Translator:
         from lattices.units import TokenMapper
 
         if self.pretrained:
-            from lattices.model_lmatrix import model_unit_mapper
+            from lattices.model_shards import model_unit_mapper
 
             return model_unit_mapper(self.models.tgt_vocab,
                                      lambda words: self.target.postprocess(words, subword=False))
@@ -298,9 +299,10 @@ class Translator:
             if self.models is None or not item.source_ids:
                 continue
             if self.pretrained:
-                _LOG.warning("%s, line %d: term %r -> %r (%s): the pretrained model's search has no term constraints; "
-                             "the term is forced in the PBMT's lattice (and so in L) only", self.system.name,
-                             item.line, " ".join(term.source), term.target, term.origin)
+                _LOG.warning("%s, line %d: term %r -> %r (%s): the pretrained model's search has no term constraints "
+                             "of its own; the term is forced in the PBMT's lattice only (L, and the acceptor an LMBR "
+                             "system decodes the line on)", self.system.name, item.line, " ".join(term.source),
+                             term.target, term.origin)
                 continue
             ids = self._target_ids(term.target)
             if ids is None:
@@ -371,44 +373,47 @@ class Translator:
             return
         kind, lmbr = self.system.kind, self.system.settings.lmbr
         paths = lattice_paths(tmp)
-        if self.pretrained:  # L in the model's units (no -lat or anchored search, no term acceptors)
-            if kind.lmbr:
-                for item, matrix in zip(prepared, self._lmatrices(paths, None, None, tmp / "lmatrix.npz")):
-                    item.lmatrix = matrix
-            self._tick("posteriors", clock)
-            return
-        codes, vocab = self.system.path(f"text/codes.{self.system.target}"), \
-            self.system.path(f"text/vocab.{self.system.target}.json")
         if kind.lmbr:
-            for item, matrix, path in zip(prepared, self._lmatrices(paths, codes, vocab, tmp / "lmatrix.npz"), paths):
+            for item, matrix, path in zip(prepared, self._lmatrices(paths, tmp / "lmatrix.npz"), paths):
                 item.lmatrix, item.lattice = matrix, read_lattice(path)
         if self.anchored():  # the lattice copy's acceptor: the evidence space of DecodeLNMT's BuildAcceptors
-            from lattices.acceptor import build_acceptor_shard, load_acceptors
-
-            build_acceptor_shard(paths, codes, vocab, lmbr["anchor_nbest"], tmp / "anchors.npz", lmbr["engine"],
-                                 lmbr["max_evidence_states"], self.mapper)
-            anchors = load_acceptors([tmp / "anchors.npz"])
+            anchors = self._acceptors(paths, lmbr["anchor_nbest"], tmp / "anchors.npz")
             for k, item in enumerate(prepared):
                 item.anchor = anchors.get(k)
         # acceptors: every sentence of a -lat system; the sentences with forced terms of an LMBR system
         steered = [k for k, item in enumerate(prepared) if kind.constrained or (kind.lmbr and item.forced)]
         if steered:
-            from lattices.acceptor import build_acceptor_shard, load_acceptors
-
-            build_acceptor_shard([paths[k] for k in steered], codes, vocab, lmbr["nbest"], tmp / "acceptors.npz",
-                                 lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
-            acceptors = load_acceptors([tmp / "acceptors.npz"])
+            acceptors = self._acceptors([paths[k] for k in steered], lmbr["nbest"], tmp / "acceptors.npz")
             for k in steered:
                 prepared[k].acceptor = acceptors.get(k)
                 if prepared[k].lattice is None:
                     prepared[k].lattice = read_lattice(paths[k])
         self._tick("posteriors", clock)
 
-    def _lmatrices(self, paths: list[Path], codes: Path | None, vocab: Path | None, shard: Path) -> list:
-        """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta; for a
-        pretrained model, in its units (codes and vocab unused)."""
+    def _unit_files(self) -> tuple[Path, Path]:
+        """The target side's BPE codes and vocabulary (what the lattices are mapped with, but for a pretrained model)."""
+        target = self.system.target
+        return self.system.path(f"text/codes.{target}"), self.system.path(f"text/vocab.{target}.json")
+
+    def _acceptors(self, paths: list[Path], nbest: int, shard: Path) -> dict:
+        """{sentence: Acceptor} of the lattices' evidence space (nbest; 0: the full lattice) in the NMT's units."""
+        from lattices.acceptor import build_acceptor_shard, load_acceptors
+
+        lmbr = self.system.settings.lmbr
+        if self.pretrained:
+            from lattices.model_shards import build_model_acceptor_shard
+
+            build_model_acceptor_shard(paths, self.mapper, nbest, shard, lmbr["engine"], lmbr["max_evidence_states"])
+        else:
+            build_acceptor_shard(paths, *self._unit_files(), nbest, shard, lmbr["engine"], lmbr["max_evidence_states"],
+                                 self.mapper)
+        return load_acceptors([shard])
+
+    def _lmatrices(self, paths: list[Path], shard: Path) -> list:
+        """L of every lattice, as BuildLMatrix builds it (the PBMT's theta), seen under the decoding theta (for a
+        pretrained model, in its units)."""
         from lattices.lmatrix_shards import build_lmatrix_shard, load_shard
-        from lattices.model_lmatrix import build_model_lmatrix_shard
+        from lattices.model_shards import build_model_lmatrix_shard
         from lattices.theta import Theta
 
         lmbr = self.system.settings.lmbr
@@ -418,8 +423,8 @@ class Translator:
                                       lmbr["semiring"], lmbr["nbest"], shard, lmbr["order"], lmbr["engine"],
                                       lmbr["max_evidence_states"])
         else:
-            build_lmatrix_shard(paths, codes, vocab, built, lmbr["alpha"], lmbr["semiring"], lmbr["nbest"], shard,
-                                lmbr["order"], lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
+            build_lmatrix_shard(paths, *self._unit_files(), built, lmbr["alpha"], lmbr["semiring"], lmbr["nbest"],
+                                shard, lmbr["order"], lmbr["engine"], lmbr["max_evidence_states"], self.mapper)
         matrices = sorted(load_shard(shard), key=lambda m: m.sentence)
         if lmbr["theta"] != lmbr["theta_build"]:
             theta = Theta.from_signature(lmbr["theta"])

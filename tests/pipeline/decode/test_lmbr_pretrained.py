@@ -114,11 +114,11 @@ def test_the_model_alone_prefers_other_strings_and_lmbr_moves_it_to_the_lattice(
 
 
 def test_one_decoding_call_with_l_built_from_lattice_files_in_the_models_units(system, targets, tmp_path):
-    """The whole path of a split: word lattice files -> L shard in the model's ids (lattices/model_lmatrix.py) ->
+    """The whole path of a split: word lattice files -> L shard in the model's ids (lattices/model_shards.py) ->
     translate_lines on the raw source lines with the LMBR hook over the shard (sorted, in batches of 2)."""
     from lattices.fst_io import lattice_paths, write_lattice
     from lattices.lmatrix_shards import LMatrixStore
-    from lattices.model_lmatrix import build_model_lmatrix_shard, model_unit_mapper
+    from lattices.model_shards import build_model_lmatrix_shard, model_unit_mapper
     from pipeline.decode.translate import load_models, translate_lines
 
     models = load_models([system.name], languages=("de", "en"))

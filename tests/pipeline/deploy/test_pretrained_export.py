@@ -36,12 +36,16 @@ def marian(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pretrained_systems(exported_systems, marian, tmp_path_factory):
-    """{"LPNMT": folder, "PNMT": folder} over the session's LNMT export, and the raw source lines."""
+    """{system: folder} of the four pretrained systems over the session's LNMT, TNMT-lat and LNMT-lat exports, and
+    the raw source lines."""
     exports, raw = exported_systems
     out = tmp_path_factory.mktemp("pretrained-systems")
     base = exports["LNMT"].folder()
     folders = {"LPNMT": export_pretrained_system(marian, base, out / "LPNMT", nmt_lambda=LAMBDA).folder,
-               "PNMT": export_pretrained_system(marian, base, out / "PNMT", lmbr=False).folder}
+               "PNMT": export_pretrained_system(marian, base, out / "PNMT", system="PNMT").folder,
+               "PNMT-lat": export_pretrained_system(marian, exports["TNMT-lat"].folder(), out / "PNMT-lat").folder,
+               "LPNMT-lat": export_pretrained_system(marian, exports["LNMT-lat"].folder(), out / "LPNMT-lat",
+                                                     nmt_lambda=LAMBDA).folder}
     return folders, raw
 
 
@@ -134,7 +138,7 @@ def test_a_linked_model_is_checked_by_its_sha256_and_an_altered_one_refused(expo
     exports, raw = exported_systems
     model = tmp_path / "model"
     shutil.copytree(marian, model)
-    folder = export_pretrained_system(model, exports["LNMT"].folder(), tmp_path / "PNMT", lmbr=False, link=True).folder
+    folder = export_pretrained_system(model, exports["LNMT"].folder(), tmp_path / "PNMT", "PNMT", link=True).folder
     system = load_system(folder)
     assert system.pretrained_folder() == model.resolve()
     assert not any(name.startswith("nmt/") for name in system.manifest["files"])
@@ -155,10 +159,14 @@ def test_an_export_needs_a_base_with_what_the_system_takes(exported_systems, mar
     with pytest.raises(DataError, match="has no NMT"):
         export_pretrained_system(marian, exports["PBMT"].folder(), tmp_path / "a")
     with pytest.raises(DataError, match="takes its LMBR settings from an LMBR system"):
-        export_pretrained_system(marian, exports["FNMT"].folder(), tmp_path / "b")
+        export_pretrained_system(marian, exports["FNMT"].folder(), tmp_path / "b", "LPNMT")
     with pytest.raises(DataError, match="nmt_lambda must be positive"):
         export_pretrained_system(marian, exports["LNMT"].folder(), tmp_path / "c", nmt_lambda=0.0)
-    assert not any((tmp_path / name).exists() for name in "abc")
+    with pytest.raises(DataError, match="takes the lattice's weight from a -lat system"):
+        export_pretrained_system(marian, exports["LNMT"].folder(), tmp_path / "d", "LPNMT-lat")
+    with pytest.raises(DataError, match="PNMT has no LMBR"):
+        export_pretrained_system(marian, exports["LNMT"].folder(), tmp_path / "e", "PNMT", nmt_lambda=1.0)
+    assert not any((tmp_path / name).exists() for name in "abcde")
 
 
 def test_lmbr_export_pretrained_takes_the_model_from_the_task_config(exported_systems, marian, tmp_path, capsys):
@@ -179,3 +187,40 @@ def test_lmbr_export_pretrained_takes_the_model_from_the_task_config(exported_sy
     system = load_system(out)
     assert system.name == "LPNMT" and system.manifest["pretrained"]["model"] == str(marian)
     assert system.settings.lmbr["nmt_lambda"] == 0.5 and f"LPNMT: {out}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["PNMT-lat", "LPNMT-lat"])
+def test_inside_the_lattice_the_model_writes_whole_lattice_strings(pretrained_systems, exported_systems, name):
+    """The -lat systems search inside the PBMT lattice's strings (acceptors in the model's units): the random
+    model's outputs are complete phrase-based translations, unlike its own."""
+    from pipeline.evaluation.bleu import corpus_bleu
+
+    folders, raw = pretrained_systems
+    exports, _ = exported_systems
+    pbmt = list(read_lines(exports["PBMT"].decoding().artifact_dir() / "translation.en"))
+    translator = Translator(load_system(folders[name]), batch_lines=4)
+    inside = list(translator.translate(raw))
+    bleu = corpus_bleu(inside, pbmt, "en")
+    assert bleu.precisions[0] > 90 and bleu.sys_len >= 0.9 * bleu.ref_len, list(zip(inside, pbmt))
+    assert translator.system.settings.lmbr["lattice_weight"] == \
+        load_system(exports[{"PNMT-lat": "TNMT-lat", "LPNMT-lat": "LNMT-lat"}[name]].folder()).settings.lmbr[
+            "lattice_weight"]
+
+
+def test_terms_reach_the_lpnmt_through_the_phrase_based_lattice(pretrained_systems, exported_systems):
+    """A line with a term: the PBMT forces it, and the LMBR system decodes the line on its lattice's acceptor in the
+    model's units, so the term is in the translation (the model's search has no term constraints of its own)."""
+    from pipeline.deploy.terms import Terminology
+    from tests.pipeline.deploy.test_terms import TOKENIZE_DE, has_term, seeded_terms
+
+    folders, raw = pretrained_systems
+    exports, _ = exported_systems
+    pairs = seeded_terms(exports, raw, count=6)
+    terms = Terminology.parse("\n".join(f"{s}\t{t}" for s, t in pairs), TOKENIZE_DE)
+    lines = [line for line in raw[:6] if any(s in TOKENIZE_DE(line) for s, _ in pairs)]
+    assert len(lines) >= 3
+    outputs = list(Translator(load_system(folders["LPNMT"]), terms=terms).translate(lines))
+    for line, text in zip(lines, outputs):
+        assert all(has_term(text, t) for s, t in pairs if s in TOKENIZE_DE(line)), (line, text)
+    plain = list(Translator(load_system(folders["LPNMT"])).translate(lines))
+    assert not all(has_term(text, t) for line, text in zip(lines, plain) for s, t in pairs if s in TOKENIZE_DE(line))

@@ -1,5 +1,5 @@
-"""L of word lattice files in a pretrained model's units: the shard equals L built by hand from the mapped lattices,
-and the mapper of a loaded model refuses what it cannot map."""
+"""L and acceptors of word lattice files in a pretrained model's units: the shards hold what is built by hand from
+the mapped lattices, and the mapper of a loaded model refuses what it cannot map."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,9 @@ from lattices.fst_io import lattice_paths, read_lattice, symbol_table, write_lat
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
 from lattices.lmatrix_shards import load_shard  # noqa: E402
-from lattices.model_lmatrix import MODEL_UNIT_CONVENTION, build_model_lmatrix_shard, model_unit_mapper  # noqa: E402
+from lattices.acceptor import load_acceptors  # noqa: E402
+from lattices.model_shards import (MODEL_UNIT_CONVENTION, build_model_acceptor_shard,  # noqa: E402
+                                   build_model_lmatrix_shard, model_unit_mapper)
 from lattices.model_units import LABEL_OFFSET, map_lattice_to_model  # noqa: E402
 from lattices.posteriors import ngram_posteriors  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
@@ -31,7 +33,8 @@ def vocab(tmp_path_factory):
     return load_pretrained(folder, "de", "en", offset=LABEL_OFFSET).vocab
 
 
-def test_the_shard_holds_the_posteriors_and_l_of_the_mapped_lattices(vocab, tmp_path):
+def write_lattices(folder):
+    """Two word lattices (<s> haus|baum katze|hund mond|haus </s>; the second without baum) with lattices.json."""
     words = ["haus", "katze", "hund", "baum", "mond"]
     table = symbol_table(words)
     w = table.find
@@ -40,8 +43,13 @@ def test_the_shard_holds_the_posteriors_and_l_of_the_mapped_lattices(vocab, tmp_
     symbols = {table.find(s): s for s in ["<s>", "</s>", *words]}
     for i in range(2):
         lattice = Lattice.from_arcs(6, 0, arcs[:2] + arcs[3:] if i else arcs, {5: 0.0}, symbols)  # 1: no "baum"
-        write_lattice(lattice, tmp_path / "lattices" / f"{i}.fst")
-    (tmp_path / "lattices.json").write_text(json.dumps({"alpha": 0.5}))
+        write_lattice(lattice, folder / "lattices" / f"{i}.fst")
+    (folder / "lattices.json").write_text(json.dumps({"alpha": 0.5}))
+    return lattice_paths(folder)
+
+
+def test_the_shard_holds_the_posteriors_and_l_of_the_mapped_lattices(vocab, tmp_path):
+    write_lattices(tmp_path)
     mapper = model_unit_mapper(vocab, get_tokenizer("moses", "en").detokenize)
     stats = build_model_lmatrix_shard(lattice_paths(tmp_path), mapper, len(vocab), THETA, None, "tropical", 0,
                                       tmp_path / "shard.npz", model="tiny")
@@ -57,6 +65,21 @@ def test_the_shard_holds_the_posteriors_and_l_of_the_mapped_lattices(vocab, tmp_
         assert m.num_rows == expected.num_rows and m.nnz == expected.nnz
         assert (vocab.bos_id,) in m.posteriors.as_dict()  # <s> is the search's first token: L's first row
         assert min(t for ngram in m.posteriors.as_dict() for t in ngram) >= LABEL_OFFSET  # never the epsilon
+
+
+def test_the_acceptors_accept_the_mapped_lattices_strings_in_the_decoders_ids(vocab, tmp_path):
+    paths = write_lattices(tmp_path)
+    mapper = model_unit_mapper(vocab, get_tokenizer("moses", "en").detokenize)
+    stats = build_model_acceptor_shard(paths, mapper, 0, tmp_path / "acceptors.npz")
+    acceptors = load_acceptors([tmp_path / "acceptors.npz"])
+    assert stats["sentences"] == 2 and not stats["empty"] and sorted(acceptors) == [0, 1]
+    for k, path in enumerate(paths):
+        strings = [labels for labels, _ in map_lattice_to_model(read_lattice(path), mapper).paths()]
+        assert len(strings) == (8 if k == 0 else 4)
+        for labels in strings:  # <s> ... </s> in target ids (model ids + 1): the acceptor holds what is between
+            assert labels[0] == vocab.bos_id and labels[-1] == vocab.eos_id
+            assert acceptors[k].accepts(labels[1:-1])
+        assert not acceptors[k].accepts(strings[0][1:-2])  # a prefix that cannot end there
 
 
 def test_the_mapper_needs_the_offset_and_a_sentencepiece_model(vocab):

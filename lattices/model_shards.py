@@ -1,9 +1,10 @@
-"""Posteriors and L of PBMT word lattices in a pretrained model's units: the BPE path's shard builder
-(lmatrix_shards.build_lmatrix_shard) with the mapping of lattices/model_units.py.
+"""L and acceptors of PBMT word lattices in a pretrained model's units: the BPE path's shard builders
+(lmatrix_shards.build_lmatrix_shard, acceptor.build_acceptor_shard) with the mapping of lattices/model_units.py.
 
     mapper = model_unit_mapper(vocab, lambda words: target.postprocess(words, subword=False))
     build_model_lmatrix_shard(paths, mapper, len(vocab), theta, alpha, "tropical", 0, out / "shard-0.npz")
     store = LMatrixStore([out / "shard-0.npz"])          # lmbr_hook_factory(store, vocab.bos_id, len(vocab), ...)
+    build_model_acceptor_shard(paths, mapper, 0, out / "acceptors-0.npz")   # load_acceptors: the -lat searches
 
 `vocab` is a loaded model's PretrainedVocabulary (pipeline/nmt/pretrained.py) with its target ids shifted by
 LABEL_OFFSET, so that the mapped lattices' labels (the model's ids + LABEL_OFFSET) are the decoder's target ids and
@@ -15,12 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from lattices.acceptor import write_acceptor_shard
 from lattices.lmatrix_shards import write_lmatrix_shard
 from lattices.model_units import LABEL_OFFSET, ModelUnitMapper, map_lattice_to_model, sentencepiece_pieces
 from lattices.posteriors import MAX_ORDER
 from lattices.theta import Theta
 
-__all__ = ["MODEL_UNIT_CONVENTION", "build_model_lmatrix_shard", "model_unit_mapper"]
+__all__ = ["MODEL_UNIT_CONVENTION", "build_model_acceptor_shard", "build_model_lmatrix_shard", "model_unit_mapper"]
 
 MODEL_UNIT_CONVENTION = ("word arcs -> the pretrained model's SentencePiece ids of each word in its left context of "
                          "the detokenized, detruecased text, + 1 (weight on the first piece); <s> -> the search's "
@@ -59,3 +61,12 @@ def build_model_lmatrix_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMa
     return write_lmatrix_shard(lattice_paths, lambda lattice: map_lattice_to_model(lattice, mapper), vocab_size,
                                theta, alpha, semiring, nbest, out_path, order, engine, max_states,
                                {"units": MODEL_UNIT_CONVENTION, "model": model})
+
+
+def build_model_acceptor_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMapper, nbest: int, out_path: Path,
+                               engine: str = "openfst", max_states: int = 0) -> dict:
+    """The acceptors of the word lattice files in the model's units (labels: the decoder's target ids) into one
+    shard ``out_path`` (read back with acceptor.load_acceptors); the statistics of build_acceptor_shard."""
+    return write_acceptor_shard(lattice_paths, lambda lattice: map_lattice_to_model(lattice, mapper),
+                                mapper.bos_id + LABEL_OFFSET, mapper.eos_id + LABEL_OFFSET, nbest, out_path, engine,
+                                max_states)
