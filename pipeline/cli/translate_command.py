@@ -4,6 +4,8 @@ Table 1: raw text through its whole chain, pipeline/deploy) or with a trained NM
 MODEL: checkpoint files (several: an ensemble), a system.json (NMTSystem), or an artifact folder of the NMT tasks
 (NMTSystem, AverageCheckpoints, TrainNMT). Input is raw text, preprocessed like the task's data (tokenizer of
 `--task`, the truecaser of `--truecaser-dir`, the BPE codes of `--bpe-codes`), or BPE subwords with `--bpe-input`.
+MODEL may also be a pretrained `transformers` model folder (pipeline/nmt/pretrained.py), which reads the raw text
+through its own tokenizer (no BPE options) for the languages of `--task`.
 Output is detokenized text (`-o`), optionally also the subwords (`--bpe-output`); with `--nbest N > 1` both are
 Moses-style n-best lists. Search settings default to the `[decode]` section of `--profile`, by default the profile
 the first model was trained with (its artifact's signature.json).
@@ -218,10 +220,16 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.decode.translate import format_nbest, load_models, translate_lines
     from pipeline.io import read_lines, write_json
 
+    from pipeline.nmt.pretrained import is_pretrained_folder
+
     task = configs.load_task(args.task)
     profile = configs.load_profile(args.profile or models_profile(Path(args.models[0])))
     decode = profile.decode
-    if args.bpe_input == bool(args.bpe_codes):
+    pretrained = any(is_pretrained_folder(Path(m)) for m in args.models)
+    if pretrained and (args.bpe_input or args.bpe_codes):
+        raise DataError(f"{args.models[0]}: a pretrained model reads raw text through its own tokenizer: no "
+                        "--bpe-codes or --bpe-input")
+    if not pretrained and args.bpe_input == bool(args.bpe_codes):
         raise DataError("give --bpe-codes for raw input, or --bpe-input for input that is already BPE subwords")
     try:
         settings = SearchSettings(
@@ -240,14 +248,17 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    source = None if args.bpe_input else _processor(task, task.source, args.truecaser_dir, args.bpe_codes)
-    target = _processor(task, task.target, args.truecaser_dir, None)
+    source = None if args.bpe_input or pretrained else _processor(task, task.source, args.truecaser_dir,
+                                                                  args.bpe_codes)
+    target = None if pretrained else _processor(task, task.target, args.truecaser_dir, None)
     lines = _stdin_lines() if args.input == "-" else list(read_lines(Path(args.input)))
     from pipeline.nmt.speedups import CpuSpeedups
 
     chosen = {name: getattr(args, name) for name in CpuSpeedups.__dataclass_fields__}
     speedups = replace(CpuSpeedups.of(decode), **{k: v for k, v in chosen.items() if v is not None})
-    models = load_models([Path(m) for m in args.models], device, speedups)
+    if pretrained:  # (the speed-ups are this project's models')
+        speedups = CpuSpeedups(**{name: False for name in CpuSpeedups.__dataclass_fields__})
+    models = load_models([Path(m) for m in args.models], device, speedups, languages=(task.source, task.target))
     hook_factory = None
     if args.lmbr:
         from lattices.lmatrix_shards import LMatrixStore

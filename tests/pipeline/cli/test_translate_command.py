@@ -212,3 +212,26 @@ def test_the_options_said_to_apply_with_system_are_those_run_system_reads():
     assert {option_of[dest] for dest in read - {"system", "models"}} == set(translate_command.SYSTEM_OPTIONS)
     system_help = next(a.help for a in translate._actions if a.dest == "system")
     assert all(option in system_help for option in translate_command.SYSTEM_OPTIONS)
+
+
+def test_a_pretrained_model_folder_translates_raw_text_through_its_tokenizer(tmp_path, capsys):
+    """`lmbr translate FOLDER --task ger-eng` with a transformers model folder: the texts of translate_lines over
+    the raw lines (no BPE options; they are refused)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    from pipeline.decode.translate import translate_lines
+    from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_marian
+
+    folder = tiny_marian(tmp_path / "marian", seed=1, init_std=0.15, eos_bias=2.0)
+    lines = synthetic_lines(5, seed=5)
+    source, out, timings = tmp_path / "in.de", tmp_path / "out.en", tmp_path / "timings.json"
+    source.write_text("\n".join(lines[:2] + [""] + lines[2:]) + "\n", encoding="utf-8")
+    assert main(["translate", str(folder), "--task", "ger-eng", "--profile", "tiny", "-i", str(source), "-o",
+                 str(out), "--beam", "3", "--timings", str(timings)]) == 0
+    models = load_models([folder], languages=("de", "en"))
+    settings = SearchSettings(beam=3, early_exit=True)
+    expected = translate_lines(lines, models, settings, batch_sentences=16).text
+    assert out.read_text(encoding="utf-8").split("\n")[:6] == expected[:2] + [""] + expected[2:]
+    assert json.loads(timings.read_text())["speedups"] == []
+    assert main(["translate", str(folder), "--task", "ger-eng", "--bpe-input", "-i", str(source)]) == 2
+    assert "a pretrained model reads raw text through its own tokenizer" in capsys.readouterr().err
