@@ -11,7 +11,7 @@ truecasers (text/), its PBMT (pbmt/: the lattices' phrase table, LM and weights,
 settings (beam, threshold, batching, length limits, patience), its LMBR settings (posteriors' settings, the theta L
 is built with, the decoding theta, the gain form, alpha) and the lattice's weight mu, all but lambda: a pretrained
 model's log-probabilities are on another scale than the base's NMT's, so lambda is `nmt_lambda` (default: the
-base's). An anchored base's LMBR search becomes a free one.
+base's). LPNMT searches as the base does: free, or anchored (free and inside the lattice, the better kept).
 
 The model's files (every file of its folder, or of its snapshot in the Hugging Face cache for a hub name) are
 copied to nmt/pretrained/ and hashed with the others; with `link`, the folder only names them by absolute path and
@@ -91,6 +91,8 @@ def export_pretrained_system(model: str | Path, base: Path, out: Path, system: s
 
 #: The settings of "lmbr" that only LMBR reads (the -lat systems read the rest: the evidence space and mu).
 _LMBR_ONLY = ("theta_build", "theta", "alpha", "nmt_lambda", "gains")
+#: The settings of an anchored LMBR search (free and inside the lattice, the better kept): LPNMT's only.
+_ANCHORED = ("search", "anchor_nbest")
 
 
 def _settings(base: dict[str, dict], kind: SystemKind, nmt_lambda: float | None) -> dict[str, dict]:
@@ -98,7 +100,7 @@ def _settings(base: dict[str, dict], kind: SystemKind, nmt_lambda: float | None)
     settings: dict[str, dict] = {"decode": dict(base["decode"])}  # (its CPU speed-ups and fp16: ours only)
     if kind.needs_lattices:
         settings["pbmt"] = dict(base["pbmt"])
-        dropped = ("search", "anchor_nbest") + (() if kind.lmbr else _LMBR_ONLY) + \
+        dropped = (() if kind.lmbr else _LMBR_ONLY + _ANCHORED) + (_ANCHORED if kind.constrained else ()) + \
             (() if kind.constrained else ("lattice_weight",))
         chosen = {k: v for k, v in base["lmbr"].items() if k not in dropped}
         if nmt_lambda is not None:

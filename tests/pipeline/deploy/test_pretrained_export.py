@@ -224,3 +224,53 @@ def test_terms_reach_the_lpnmt_through_the_phrase_based_lattice(pretrained_syste
         assert all(has_term(text, t) for s, t in pairs if s in TOKENIZE_DE(line)), (line, text)
     plain = list(Translator(load_system(folders["LPNMT"])).translate(lines))
     assert not all(has_term(text, t) for line, text in zip(lines, plain) for s, t in pairs if s in TOKENIZE_DE(line))
+
+
+def test_over_an_anchored_lnmt_the_lpnmt_keeps_per_line_the_better_of_its_free_and_lattice_search(marian,
+                                                                                               tmp_path):
+    """An anchored base (its own small pipeline): LPNMT searches each line free and inside its lattice (acceptors in
+    the model's units) and keeps the higher-scoring one, offline as the two searches run apart say, and the same
+    served in pools of 3 and in decoding processes."""
+    from luigi.execution_summary import LuigiStatusCode
+
+    from pipeline.decode.anchored import better_copy
+    from pipeline.decode.batching import decode_sources
+    from pipeline.deploy.decoding_service import DecodingService
+    from tasks.data import TokenizeSplit
+    from tasks.export import ExportSystem
+    from tests.conftest import write_deen_folder
+    from tests.tasks.helpers import build, shared_params
+    from tests.tasks.test_anchored_search import edit_profile
+    from tests.tasks.test_decode_tasks import deterministic_configs
+
+    data = write_deen_folder(tmp_path / "data", eval_sentences=9)
+    configs = deterministic_configs(tmp_path)
+    edit_profile(configs, tune="false", gains='"bounded"', search='"anchored"', nmt_lambda="0.5")
+    params = shared_params(tmp_path, data, config_dir=configs)
+    export = ExportSystem(system="LNMT", split="newstest2016", **params)
+    assert build(export).status == LuigiStatusCode.SUCCESS
+    raw = list(read_lines(TokenizeSplit(split="newstest2016", **params).artifact_dir() / "raw.de.gz"))
+    system = export_pretrained_system(marian, export.folder(), tmp_path / "LPNMT", nmt_lambda=LAMBDA)
+    assert system.settings.lmbr["search"] == "anchored"
+    translator = Translator(system, batch_lines=4)
+    assert translator.anchored()
+    offline = list(translator.translate(raw))
+    items = [item for item in translator.prepare(raw) if item.source_ids]
+    assert all(item.anchor is not None and item.anchor.num_states > 0 for item in items)
+    model, settings, device = translator.models.ensemble, translator.settings, translator.models.device
+    free = decode_sources(model, [i.source_ids for i in items], settings, 8, True, device, translator.hooks(items))
+    inside = [type(i)(**{**i.__dict__, "acceptor": i.anchor}) for i in items]
+    lattice = decode_sources(model, [i.source_ids for i in inside], settings, 8, True, device,
+                             translator.hooks(inside))
+    chosen = [better_copy([free[k], lattice[k]]) for k in range(len(items))]
+    # (inside the lattice: whole phrase-based translations; here the free search's empty one scores higher, as
+    # this untuned theta pays no n-gram its cost)
+    assert all(translator.finish(item, lattice[k]) for k, item in enumerate(items))
+    expected = [translator.finish(item, (free[k], lattice[k])[chosen[k]]) for k, item in enumerate(items)]
+    assert offline == expected
+    for decoders in (0, 2):
+        service = DecodingService(Translator(system), pool_sentences=3, max_queue=1000, decode_processes=decoders)
+        futures = [service.submit(raw[k:k + 2]) for k in range(0, len(raw), 2)]
+        served = [text for future in futures for text in future.result(timeout=300)]
+        service.close()
+        assert served == offline, decoders
