@@ -31,21 +31,35 @@ MODEL_UNIT_CONVENTION = ("word arcs -> the pretrained model's SentencePiece ids 
 
 def model_unit_mapper(vocab: Any, postprocess: Callable[[list[str]], str]) -> ModelUnitMapper:
     """The ModelUnitMapper of a loaded PretrainedVocabulary (offset LABEL_OFFSET): the model's own SentencePiece
-    model of the target side (Marian's target.spm, M2M100's sentencepiece.bpe.model) and its ids.
+    model of the target side (Marian's target.spm, M2M100's sentencepiece.bpe.model) and its ids; for a fast
+    tokenizer without one (NLLB's tokenizer.json), the fast tokenizer's own pieces (`tokenize`, which follows
+    SentencePiece: a "▁" for a leading space and the dummy prefix). Either way mapping_mismatches checks the result
+    against the tokenizer itself.
 
-    Raises ValueError for a vocabulary with another offset, or a tokenizer without a SentencePiece processor (a
-    fast tokenizer, as NLLB's tokenizer.json loads: load the slow one, with its sentencepiece model, instead).
+    Raises ValueError for a vocabulary with another offset, or a tokenizer with neither.
     """
     if vocab.offset != LABEL_OFFSET:
         raise ValueError(f"the model's target ids must be shifted by {LABEL_OFFSET} (load_pretrained(..., "
                          f"offset={LABEL_OFFSET})) for its lattices' labels to be its ids, not by {vocab.offset}")
     tokenizer = vocab.tokenizer
     processor = getattr(tokenizer, "spm_target", None) or getattr(tokenizer, "sp_model", None)
+    if processor is None and callable(getattr(tokenizer, "tokenize", None)):
+        processor = _FastPieces(tokenizer)
     if processor is None:
-        raise ValueError(f"{type(tokenizer).__name__}: no SentencePiece processor to map lattices with (a fast "
-                         "tokenizer); load the model's slow tokenizer, with its sentencepiece model")
+        raise ValueError(f"{type(tokenizer).__name__}: no SentencePiece processor or tokenize() to map lattices "
+                         "with")
     return ModelUnitMapper(postprocess, sentencepiece_pieces(processor), tokenizer.convert_tokens_to_ids,
                            bos_id=vocab.bos_id - vocab.offset, eos_id=vocab.eos_id - vocab.offset)
+
+
+class _FastPieces:
+    """A fast tokenizer as the part of a SentencePieceProcessor that sentencepiece_pieces uses."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str, out_type: type = str) -> list[str]:
+        return list(self.tokenizer.tokenize(text))
 
 
 def build_model_lmatrix_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMapper, vocab_size: int, theta: Theta,

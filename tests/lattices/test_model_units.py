@@ -129,6 +129,26 @@ def test_context_decides_the_space_and_the_case(mapper, tokenizer):
     assert opening.quote_open and opening.glued and not mapper.next_context(opening, "&quot;").quote_open
 
 
+def test_a_fast_tokenizer_without_a_sentencepiece_processor_maps_by_its_own_pieces(english, processor, tokenizer,
+                                                                                  tmp_path):
+    """A fast tokenizer (tokenizer.json, as NLLB's loads: no SentencePiece processor) over the same pieces: the
+    mapper of a loaded model (lattices/model_shards.py) takes its pieces from tokenize(), without a mismatch."""
+    import types
+
+    from lattices.model_shards import model_unit_mapper
+    from tests.pipeline.nmt.tiny_hf import fast_tokenizer
+
+    (tmp_path / "target.spm").write_bytes(tokenizer.spm_target.serialized_model_proto())
+    fast = fast_tokenizer(tmp_path / "target.spm")
+    assert getattr(fast, "sp_model", None) is None and getattr(fast, "spm_target", None) is None
+    size = len(fast)
+    vocab = types.SimpleNamespace(offset=LABEL_OFFSET, tokenizer=fast, bos_id=size + 1, eos_id=size + 2)
+    mapper = model_unit_mapper(vocab, lambda words: processor.postprocess(words, subword=False))
+    check = mapping_mismatches(word_lattices(english, processor), mapper, lambda text: fast(text)["input_ids"])
+    assert check.paths > 200
+    assert check.mismatches == 0, check.examples[:3]
+
+
 def test_the_pbmt_lattices_of_a_tiny_pipeline_map_without_a_mismatch(exported_systems, tokenizer):
     """Real lattices: the phrase-based decoder's, of the session's tiny de-en pipeline (the export tests' run);
     their English words through that run's own truecaser and the Moses detokenizer."""

@@ -117,3 +117,18 @@ def tiny_m2m100(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: fl
     _bias_eos(model, 2, eos_bias)
     model.save_pretrained(folder)
     return folder
+
+
+def fast_tokenizer(spm: Path):
+    """A fast (`tokenizers`) tokenizer with the pieces, scores and ids of a SentencePiece unigram model, as
+    tokenizer.json files hold them (NLLB's): Unigram over Metaspace pre-tokenization, no special tokens added."""
+    import sentencepiece
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(spm))
+    vocab = [(processor.id_to_piece(i), processor.get_score(i)) for i in range(processor.get_piece_size())]
+    backend = Tokenizer(models.Unigram(vocab, unk_id=processor.unk_id(), byte_fallback=False))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    backend.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
