@@ -161,9 +161,9 @@ def _subwords(line: str, source: TextProcessor | None) -> tuple[list[str], int]:
 
 
 def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings,
-                    target: TextProcessor | None = None, source: TextProcessor | None = None, batch_sentences: int = 1, sort: bool = True,
-                    hook_factory: HookFactory | None = None, streaming: bool = False,
-                    refill: float = 1 / 6) -> Translation:
+                    target: TextProcessor | None = None, source: TextProcessor | None = None,
+                    batch_sentences: int = 1, sort: bool = True, hook_factory: HookFactory | None = None,
+                    streaming: bool = False, refill: float = 1 / 6) -> Translation:
     """Translate raw lines (or BPE lines when `source` is None; raw lines for a pretrained model); stats hold the
     timings (see the module docstring). `target` is required but for a pretrained model.
 

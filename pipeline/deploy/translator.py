@@ -29,11 +29,11 @@ terms cannot all be met within its length limit (or on its lattice) is decoded a
 that names the line and the term (`missing_terms`). Where two terms' source spans overlap, the PBMT forces only
 the first.
 
-A system whose NMT is a pretrained `transformers` model (PNMT, LPNMT: system.py) takes the raw line through the
-model's own tokenizer instead of BPE and writes the model's text; its L is that of the lattices in the model's
-units, and so are its acceptors (lattices/model_shards.py). Terms reach its search only through the PBMT's lattice
-(L, and the acceptor an LMBR system decodes a line with forced terms on): the NMT search's own term constraints are
-over BPE subwords.
+A system whose NMT is a pretrained `transformers` model (PNMT, LPNMT and their -lat systems: system.py) reads the
+raw line through the model's own tokenizer instead of BPE and writes the model's text; its L is that of the lattices
+in the model's units, and so are its acceptors (lattices/model_shards.py). Terms reach its search only through the
+PBMT's lattice (L, and the acceptor an LMBR system decodes a line with forced terms on): the NMT search's own term
+constraints are over BPE subwords.
 
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
@@ -391,7 +391,8 @@ class Translator:
         self._tick("posteriors", clock)
 
     def _unit_files(self) -> tuple[Path, Path]:
-        """The target side's BPE codes and vocabulary (what the lattices are mapped with, but for a pretrained model)."""
+        """The target side's BPE codes and vocabulary: what the lattices are mapped with (but for a pretrained
+        model)."""
         target = self.system.target
         return self.system.path(f"text/codes.{target}"), self.system.path(f"text/vocab.{target}.json")
 

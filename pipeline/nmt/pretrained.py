@@ -35,8 +35,8 @@ from torch import Tensor
 from pipeline.errors import PipelineError
 from pipeline.nmt.interface import DecoderState
 
-__all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary", "is_pretrained_folder",
-           "load_pretrained", "model_folder"]
+__all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary",
+           "is_pretrained_folder", "load_pretrained", "model_folder"]
 
 # ISO 639-1 codes of the tasks' languages -> ISO 639-3 (NLLB's codes start with them, e.g. deu_Latn)
 _ISO3 = {"de": "deu", "en": "eng", "zh": "zho", "ja": "jpn", "fr": "fra", "es": "spa", "ru": "rus", "cs": "ces"}

@@ -179,7 +179,8 @@ def test_lmbr_export_pretrained_takes_the_model_from_the_task_config(exported_sy
     base = str(exports["LNMT"].folder())
     assert lmbr_main(["export-pretrained", "--base", base, "-o", str(tmp_path / "unset")]) == 2
     assert "ger-eng.toml: key 'pretrained.model' is not set: give --model" in capsys.readouterr().err
-    configs = edit_config(tmp_path / "configs", "tasks/ger-eng.toml", "[lm]", f'[pretrained]\nmodel = "{marian}"\n\n[lm]')
+    configs = edit_config(tmp_path / "configs", "tasks/ger-eng.toml", "[lm]",
+                          f'[pretrained]\nmodel = "{marian}"\n\n[lm]')
     assert config.load_task("ger-eng", configs).pretrained.location(tmp_path) == marian
     out = tmp_path / "LPNMT"
     assert lmbr_main(["export-pretrained", "--base", base, "-o", str(out), "--nmt-lambda", "0.5",
