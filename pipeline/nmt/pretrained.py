@@ -34,6 +34,7 @@ from torch import Tensor
 
 from pipeline.errors import PipelineError
 from pipeline.nmt.interface import DecoderState
+from pipeline.vocab import TokenLookup
 
 __all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary",
            "is_pretrained_folder", "load_pretrained", "model_folder"]
@@ -50,7 +51,7 @@ class PretrainedModelError(PipelineError, ValueError):
 
 
 @dataclass(frozen=True)
-class PretrainedVocabulary:
+class PretrainedVocabulary(TokenLookup):
     """The model's token ids as the project's Vocabulary contract (pipeline/vocab.py): tokens by id, specials by id.
 
     tokens: the token of every target id: `offset` times "<eps>" (see PretrainedModel), then the tokenizer's token
@@ -68,22 +69,7 @@ class PretrainedVocabulary:
     offset: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_ids", {t: i for i, t in enumerate(self.tokens)})
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def __contains__(self, token: str) -> bool:
-        return token in self._ids  # type: ignore[attr-defined]
-
-    def id(self, token: str) -> int:
-        return self._ids.get(token, self.unk_id)  # type: ignore[attr-defined]
-
-    def encode(self, tokens: Sequence[str]) -> list[int]:
-        return [self.id(t) for t in tokens]
-
-    def decode(self, ids: Sequence[int]) -> list[str]:
-        return [self.tokens[i] for i in ids]
+        self._index()
 
     def encode_line(self, line: str) -> list[int]:
         """A raw source line -> the ids the encoder reads (the tokenizer's, EOS last)."""

@@ -27,20 +27,17 @@ from pipeline.decode.hooks import ScoreHook  # noqa: E402
 from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.logits_processor import HookLogitsProcessor  # noqa: E402
 from pipeline.nmt.pretrained import load_pretrained  # noqa: E402
-from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_m2m100, tiny_marian  # noqa: E402
+from tests.pipeline.nmt.tiny_hf import FAMILIES, synthetic_lines, tiny_family  # noqa: E402
 
 torch.set_num_threads(1)
 BEAM, LIMIT, WEIGHT = 4, 40, 0.5
 THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")
 LINES = synthetic_lines(6, seed=5)
-FAMILIES = {"marian": (tiny_marian, {"seed": 1, "init_std": 0.15, "eos_bias": 2.0}),
-            "m2m100": (tiny_m2m100, {"seed": 2, "init_std": 0.3, "eos_bias": 3.5})}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def system(request, tmp_path_factory):
-    build, options = FAMILIES[request.param]
-    return load_pretrained(build(tmp_path_factory.mktemp(request.param), **options), "de", "en")
+    return load_pretrained(tiny_family(request.param, tmp_path_factory.mktemp(request.param)), "de", "en")
 
 
 class Store:

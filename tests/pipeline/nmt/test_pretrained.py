@@ -19,19 +19,15 @@ pytest.importorskip("sentencepiece")
 from pipeline.decode.batching import decode_sources  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.nmt.pretrained import PretrainedModelError, load_pretrained  # noqa: E402
-from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_m2m100, tiny_marian  # noqa: E402
+from tests.pipeline.nmt.tiny_hf import FAMILIES, synthetic_lines, tiny_family, tiny_marian  # noqa: E402
 
 BEAM, LIMIT = 4, 40
 LINES = synthetic_lines(8, seed=5)
-FAMILIES = {"marian": (tiny_marian, {"seed": 1, "init_std": 0.15, "eos_bias": 2.0}),
-            "m2m100": (tiny_m2m100, {"seed": 2, "init_std": 0.3, "eos_bias": 3.5})}
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def system(request, tmp_path_factory):
-    build, options = FAMILIES[request.param]
-    folder = build(tmp_path_factory.mktemp(request.param), **options)
-    return load_pretrained(folder, "de", "en")
+    return load_pretrained(tiny_family(request.param, tmp_path_factory.mktemp(request.param)), "de", "en")
 
 
 def generate_nbest(system, lines: list[str]) -> list[list[tuple[tuple[int, ...], float]]]:

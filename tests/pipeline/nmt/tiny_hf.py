@@ -119,6 +119,17 @@ def tiny_m2m100(folder: Path, seed: int = 0, eos_bias: float = 0.0, init_std: fl
     return folder
 
 
+#: The two families, each with the settings under which the tests' searches end before their length limits.
+FAMILIES = {"marian": (tiny_marian, {"seed": 1, "init_std": 0.15, "eos_bias": 2.0}),
+            "m2m100": (tiny_m2m100, {"seed": 2, "init_std": 0.3, "eos_bias": 3.5})}
+
+
+def tiny_family(name: str, folder: Path) -> Path:
+    """The tiny random model folder of family `name` (FAMILIES) in `folder`."""
+    build, options = FAMILIES[name]
+    return build(folder, **options)
+
+
 def fast_tokenizer(spm: Path):
     """A fast (`tokenizers`) tokenizer with the pieces, scores and ids of a SentencePiece unigram model, as
     tokenizer.json files hold them (NLLB's): Unigram over Metaspace pre-tokenization, no special tokens added."""
