@@ -10,7 +10,8 @@ profile's own caps. A validation (loss and greedy BLEU on the profile's valid_se
 checkpoint_every updates; the curve is read from the state's metrics.csv.
 
 Needs the task's inputs built (`luigi --module tasks BuildVocab ApplyBPE ...`, or one TrainNMT run started and
-stopped). Stop it at any time (Ctrl-C): the next run resumes from the last checkpoint.
+stopped). Stop it at any time (Ctrl-C or SIGTERM): the curve so far is reported (stop_reason "interrupted") and the
+next run resumes from the last checkpoint.
 
     .venv/bin/python benchmarks/learning_curve.py --profile medium --task ger-eng --architecture transformer \
         --data-dir DATA_FOLDER --threads 1 --budget-minutes 120 --out results/benchmarks/x.json
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
 from pathlib import Path
 
@@ -75,9 +77,17 @@ def main(argv: list[str] | None = None) -> int:
             "budget_seconds": round(args.budget_minutes * 60)}
     job = dataclasses.replace(job, training={**job.training, **caps})
     print(f"training {task.label()} of {args.profile}/{args.task} in {state_dir} with {caps}", flush=True)
-    result = run_job(job, Ranks())
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_job(job, Ranks())
+        updates, stop_reason, minutes = result.updates, result.stop_reason, round(result.elapsed / 60, 1)
+    except KeyboardInterrupt:  # the curve so far is reported; the next run resumes from the last checkpoint
+        updates, stop_reason, minutes = None, "interrupted", None
     curve = read_curve(state_dir / "metrics.csv")
-    print(f"stopped at update {result.updates} ({result.stop_reason}), {result.elapsed / 60:.1f} minutes in all")
+    if updates is None:
+        updates = curve[-1]["update"] if curve else 0
+        minutes = curve[-1]["minutes"] if curve else 0.0
+    print(f"stopped at update {updates} ({stop_reason}), {minutes} minutes in all")
     print("update  minutes  tune BLEU  tune loss")
     for point in curve:
         print(f"{point['update']:6d}  {point['minutes']:7.1f}  {point['valid_bleu']:9.2f}  {point['valid_loss']:9.3f}")
@@ -85,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out, {"benchmark": "learning_curve", "machine": machine(args.threads), "threads": args.threads,
                               "profile": args.profile, "task": args.task, "model": task.label(),
                               "config_dir": args.config_dir,
-                              "state_dir": str(state_dir), "caps": caps, "updates": result.updates,
-                              "stop_reason": result.stop_reason, "minutes": round(result.elapsed / 60, 1),
-                              "curve": curve})
+                              "state_dir": str(state_dir), "caps": caps, "updates": updates,
+                              "stop_reason": stop_reason, "minutes": minutes, "curve": curve})
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: the run stops and the curve so far is reported."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

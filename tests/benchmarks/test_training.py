@@ -1,6 +1,7 @@
 """Smoke tests of the training benchmarks: nmt_train (its worker run in this process instead of one process per
-run) and peer_nmt (which needs the eole package and an hour a run: its log parsing and its report, with the two
-toolkits' runs faked)."""
+run), peer_nmt (which needs the eole package and an hour a run: its log parsing and its report, with the two
+toolkits' runs faked) and the analysis tool learning_curve (a recipe from a copy of the configs, on the session's
+tiny de-en inputs)."""
 from __future__ import annotations
 
 import argparse
@@ -97,3 +98,44 @@ def test_peer_nmt_measures_only_on_a_quiet_machine_and_keeps_each_runs_log(tmp_p
     assert (tmp_path / "logs" / "speed-eole-0-eole.log").read_text() == "Step 20/ 9999" and kept.endswith(".log")
     with pytest.raises(SystemExit, match="speed phase"):
         module.eole_save_steps([30.0], None)
+
+
+def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interrupted_run(tiny_run, monkeypatch,
+                                                                                          tmp_path):
+    import re
+    import shutil
+
+    configs = tmp_path / "configs"
+    shutil.copytree(tiny_run.config_dir, configs)
+    profile = configs / "profiles" / "tiny.toml"
+    head, transformer = profile.read_text().split("[nmt.transformer.training]")
+    transformer = re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 2", transformer, count=1, flags=re.M)
+    transformer = re.sub(r"^valid_sentences = .*$", "valid_sentences = 5", transformer, count=1, flags=re.M)
+    profile.write_text(head + "[nmt.transformer.training]" + transformer)
+    module = benchmark("learning_curve")
+    common = ["--profile", "tiny", "--task", "ger-eng", "--architecture", "transformer", "--work-dir",
+              str(tiny_run.work_dir), "--config-dir", str(configs), "--threads", "1"]
+    out = tmp_path / "curve.json"
+    try:
+        assert module.main([*common, "--max-updates", "4", "--out", str(out)]) == 0
+        report = json.loads(out.read_text())
+        assert report["stop_reason"] == "max_updates" and report["updates"] == 4
+        assert [p["update"] for p in report["curve"]] == [2, 4] and report["config_dir"] == str(configs)
+        assert all(p["valid_loss"] > 0 for p in report["curve"])
+
+        run_job = module.run_job
+
+        def interrupted_at_7(job, ranks):  # Ctrl-C during update 7: the checkpoint of update 6 stands
+            def hook(update):
+                if update == 7:
+                    raise KeyboardInterrupt
+            return run_job(job, ranks, after_update=hook)
+
+        monkeypatch.setattr(module, "run_job", interrupted_at_7)
+        assert module.main([*common, "--max-updates", "10", "--out", str(out)]) == 0
+        report = json.loads(out.read_text())
+        assert report["stop_reason"] == "interrupted" and report["updates"] == 6
+        assert [p["update"] for p in report["curve"]] == [2, 4, 6]  # resumed from update 4
+    finally:
+        shutil.rmtree(json.loads(out.read_text())["state_dir"] if out.exists() else tmp_path / "none",
+                      ignore_errors=True)
