@@ -16,7 +16,7 @@ from typing import Hashable, Iterable, Mapping, Sequence
 import luigi
 
 #: Expected build minutes of one artifact of each stage (folder name), from the small profile's stage-time table
-#: on a 2-core machine (results/small/stage_times.md divided by the artifacts of each stage). Only their ratios
+#: on a 2-core machine (results/small/stage_times.md of 0.9.0 divided by the artifacts of each stage). Only their ratios
 #: matter; a stage not listed counts as DEFAULT_MINUTES.
 STAGE_MINUTES: Mapping[str, float] = {
     "tokenized": 0.1, "truecaser": 0.1, "truecased": 0.05, "bpe": 0.9, "subwords": 0.1, "vocab": 0.02,
