@@ -48,6 +48,8 @@ def checkpoint_folder(args: argparse.Namespace) -> Path:
     from tasks.nmt import TrainNMT
 
     extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.config_dir:
+        extra["config_dir"] = str(args.config_dir)
     task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=str(args.work_dir),
                     architecture=args.architecture, seed=args.seed, **extra)
     return task.state_dir() if list_checkpoints(task.state_dir()) else task.artifact_dir() / "checkpoints"
@@ -83,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--work-dir", type=Path, default=Path("work"))
     p.add_argument("--data-dir", help="the data folder the model was trained from (default: the project's setting)")
+    p.add_argument("--config-dir", type=Path, help="a folder of tasks/*.toml and profiles/*.toml (default: the "
+                   "checkout's configs/): the recipe a learning_curve.py run trained with")
     p.add_argument("--checkpoints", type=Path, help="a folder of checkpoint-*.pt files (default: the TrainNMT model's)")
     p.add_argument("--average", type=int, nargs="+", default=[1], help="average the newest k checkpoints, per k")
     p.add_argument("--beam", type=int, default=4)
@@ -94,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    config = load_task(args.task)
+    configs = {"config_dir": args.config_dir} if args.config_dir else {}
+    config = load_task(args.task, **configs)
     root = args.work_dir / args.profile / args.task
     tune = config.splits.tune
-    decode = load_profile(args.profile).decode
+    decode = load_profile(args.profile, **configs).decode
     sources = first_lines(artifact(root, "subwords", tune) / f"bpe.{config.source}.gz", args.sentences)
     references = first_lines(artifact(root, "tokenized", tune) / f"raw.{config.target}.gz", args.sentences)
     truecased = first_lines(artifact(root, "truecased", tune) / f"words.{config.target}.gz", args.sentences)

@@ -1,7 +1,7 @@
 """Smoke tests of the training benchmarks: nmt_train (its worker run in this process instead of one process per
 run), peer_nmt (which needs the eole package and an hour a run: its log parsing and its report, with the two
-toolkits' runs faked) and the analysis tool learning_curve (a recipe from a copy of the configs, on the session's
-tiny de-en inputs)."""
+toolkits' runs faked) and the analysis tools learning_curve (a recipe from a copy of the configs, on the session's
+tiny de-en inputs) and tune_bleu (the session's tiny Transformer)."""
 from __future__ import annotations
 
 import argparse
@@ -139,3 +139,13 @@ def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interr
     finally:
         shutil.rmtree(json.loads(out.read_text())["state_dir"] if out.exists() else tmp_path / "none",
                       ignore_errors=True)
+
+
+def test_tune_bleu_scores_a_models_checkpoints_and_their_average(tiny_run, run_benchmark):
+    checkpoints = tiny_run.one("nmt/transformer-seed1-*") / "checkpoints"
+    report = run_benchmark("tune_bleu", "--profile", "tiny", "--task", "ger-eng", "--work-dir", str(tiny_run.work_dir),
+                           "--config-dir", str(tiny_run.config_dir), "--checkpoints", str(checkpoints),
+                           "--average", "1", "2", "--sentences", "8", "--threads", "1")
+    assert report["sentences"] == 8 and report["beam"] == 4
+    assert [(r["average"], len(r["checkpoints"])) for r in report["results"]] == [(1, 1), (2, 2)]
+    assert all(0 <= r["bleu"] <= 100 and 0 <= r["bleu_truecased_tokens"] <= 100 for r in report["results"])
