@@ -21,7 +21,7 @@ from lattices.lmatrix_shards import LMatrixStore
 from lattices.mbr import lattice_mbr
 from lattices.restore import WordRestorer
 from lattices.theta import Theta
-from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, tune_lmbr
+from pipeline.decode.lmbr_tuning import ReweightedStore, lmbr_grid, simplicity, tune_lmbr
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
@@ -30,6 +30,7 @@ from tasks.base import PipelineTask
 from tasks.data import BuildVocab, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.lmatrix import BuildAcceptors, BuildLMatrix, lmatrix_for
 from tasks.smt import DecodePBMT
+from tasks.tuning import tuning_end, window_lines, window_params, window_record
 from tasks.variants import VariantTask
 
 #: TuneMBR's record of the chosen p and r and every grid point's BLEU.
@@ -75,14 +76,15 @@ def target_processor(task: PipelineTask, truecaser: PipelineTask) -> TextProcess
 
 
 class TuneMBR(PipelineTask):
-    """mbr.json: the p and r of theta chosen for lattice MBR by BLEU on the tuning set's first tune_sentences (the
-    PBMT's p and r moved by the offsets of `[lmbr] grid_mbr_p` x `grid_mbr_r`), and every grid point's BLEU."""
+    """mbr.json: the p and r of theta chosen for lattice MBR by BLEU on the tuning window ([lmbr] tune_start and
+    tune_sentences; the PBMT's p and r moved by the offsets of `[lmbr] grid_mbr_p` x `grid_mbr_r`), and every grid
+    point's BLEU."""
 
     stage = "mbr-tuning"
     version = 2  # 2: outputs with <unk> take their words from the lattice before they are scored
 
     def requires(self) -> dict[str, PipelineTask]:
-        tune, n = self.config.splits.tune, self.profile_config.lmbr.tune_sentences
+        tune, n = self.config.splits.tune, tuning_end(self.profile_config.lmbr)
         required = {"acceptors": self.clone(BuildAcceptors, split=tune, sentences=n),
                     "lmatrix": self.clone(BuildLMatrix, split=tune, sentences=n),
                     "pbmt": self.clone(DecodePBMT, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
@@ -96,23 +98,26 @@ class TuneMBR(PipelineTask):
         lmbr = self.profile_config.lmbr
         alphas = {"grid_mbr_alpha": lmbr.grid_mbr_alpha} if lmbr.grid_mbr_alpha else {}  # none: as before
         return {"sentences": lmbr.tune_sentences, "grid_mbr_p": lmbr.mbr_p_offsets(),
-                "grid_mbr_r": lmbr.mbr_r_offsets(), **alphas}
+                "grid_mbr_r": lmbr.mbr_r_offsets(), **alphas, **window_params(lmbr)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: p and r (and the rest of a grid point)."""
         return read_json(self.artifact_dir() / MBR_CHOICE_FILE)["chosen"]
 
     def tuning_mbr(self) -> tuple[list[str], list[str], Callable[[Any], list[str]]]:
-        """(references, PBMT 1-best, translate) of the first tune_sentences of the tuning set: translate(store) gives
-        the detokenized MBR strings of those sentences under the L matrices of `store`."""
-        target, inputs, n = self.config.target, self.requires(), self.profile_config.lmbr.tune_sentences
-        references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
-        fallback = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:n]
+        """(references, PBMT 1-best, translate) of the tuning window's sentences: translate(store) gives the
+        detokenized MBR strings of those sentences under the L matrices of `store` (the sentences before the window
+        are decoded too, and dropped: MBR costs little next to the posteriors)."""
+        target, inputs = self.config.target, self.requires()
+        window = self.profile_config.lmbr.tune_window()
+        references, fallback = window_lines(self, inputs["raw"].artifact_dir() / f"raw.{target}.gz",
+                                            inputs["pbmt"].artifact_dir() / f"translation.{target}")
+        prefix = list(read_lines(inputs["pbmt"].artifact_dir() / f"translation.{target}"))[:window.stop]
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         acceptors, processor = inputs["acceptors"].acceptors(), target_processor(self, inputs["truecaser"])
         restorer = inputs["acceptors"].word_restorer()
-        return references, fallback, lambda store: mbr_translations(acceptors, store, fallback, vocab, processor,
-                                                                    restorer)[0]
+        return references, fallback, lambda store: mbr_translations(acceptors, store, prefix, vocab, processor,
+                                                                    restorer)[0][window.start:]
 
     def build(self, out: Path) -> dict[str, Any]:
         lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
@@ -127,9 +132,10 @@ class TuneMBR(PipelineTask):
             return translate_store(ReweightedStore(stores[point.alpha],
                                                    point.theta(lmbr.theta_convention, lmbr.theta_t)))
 
-        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score)
+        best, results = tune_lmbr(grid, translate, lambda hyps: corpus_bleu(hyps, references, target).score,
+                                  tie=lmbr.tie_bleu, simpler=lambda point: simplicity(point, start.p, start.r, own))
         write_json(out / MBR_CHOICE_FILE, {"chosen": dataclasses.asdict(best), "start": {"p": start.p, "r": start.r},
-                                           "sentences": len(references), "grid": results})
+                                           "sentences": len(references), **window_record(lmbr), "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": max(r["bleu"] for r in results), "points": len(results)}
 
 

@@ -9,6 +9,10 @@
 
 With `[lmbr] race_sentences`, both grids are races (pipeline/decode/lmbr_tuning.py: race_grid): each point decodes
 growing prefixes of the tuning sentences, and only the best `race_keep` of them go on at each prefix.
+
+Every tuning stage (and TuneMBR, tasks/mbr.py) decodes the same window of the tuning split, `[lmbr] tune_start` ..
+tune_start + tune_sentences (window_params, tuning_window); its L matrices and acceptors are those of the split's
+first tune_start + tune_sentences sentences. With `[lmbr] tie_bleu`, ties within it go to the simpler point.
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from pipeline.decode.batching import position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, best_bleu, race_grid,
-                                         rescoring_grid, tune_lmbr_in_stages)
+                                         rescoring_grid, simplicity, tune_lmbr_in_stages)
+from pipeline.errors import ConfigError
 from pipeline.decode.translate import LoadedModels, load_models, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json
@@ -62,7 +67,7 @@ class TuneLMBR(PipelineTask):
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         return {"system": self.clone(NMTSystem, system=self.models),
-                "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, split=tune, sentences=lmbr.tune_sentences)
+                "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, split=tune, sentences=tuning_end(lmbr))
                             for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbest_choices(lmbr)},
                 "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
                 "truecaser": self.clone(TrainTruecaser), "words": restorer_inputs(self, split=tune)}
@@ -73,7 +78,8 @@ class TuneLMBR(PipelineTask):
         nbests = {"grid_nbest": lmbr.grid_nbest} if lmbr.grid_nbest else {}
         return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
                 "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, **nbests, "gains": lmbr.gain_forms(),
-                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed(), **race_params(lmbr)}
+                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed(), **race_params(lmbr),
+                **window_params(lmbr)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and nbest (-1, or absent in the
@@ -89,29 +95,33 @@ class TuneLMBR(PipelineTask):
                   for evidence, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
         restorer = word_restorer(inputs["words"], target)  # DecodeLNMT's words of <unk>, as in its outputs
+        first = lmbr.tune_window().start
 
         def translate(point: GridPoint, span: range) -> list[str]:
             theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-            factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha, point.nbest], theta), models.tgt_vocab.bos_id,
-                                        sentence_ids=span, vocab_size=len(models.tgt_vocab), gains=point.gains)
+            ids = range(first + span.start, first + span.stop)  # the split's sentence numbers
+            factory = lmbr_hook_factory(ReweightedStore(stores[point.alpha, point.nbest], theta),
+                                        models.tgt_vocab.bos_id, sentence_ids=ids, vocab_size=len(models.tgt_vocab),
+                                        gains=point.gains)
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
                                       length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
                                       max_length_b=decode.max_length_b, weight=point.nmt_lambda,
                                       patience=lmbr.patience)
             result = translate_lines(lines[span.start:span.stop], models, settings, processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=factory)
-            return restorer.restore(span, result.bpe, result.text,
+            return restorer.restore(ids, result.bpe, result.text,
                                     lambda words: processor.postprocess(words, subword=False), paths=False)[0]
 
         best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
                                             lmbr.alphas(self.profile_config.pbmt.alpha), lmbr.gain_forms(),
                                             translate, prefix_bleu(references, target), len(lines),
                                             nbests=nbest_choices(lmbr), checkpoints=lmbr.race_sentences,
-                                            keep=lmbr.race_keep)
+                                            keep=lmbr.race_keep, tie=lmbr.tie_bleu,
+                                            alpha0=self.profile_config.pbmt.alpha)
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
-                                       "grid": results})
+                                       **window_record(lmbr), "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}
 
@@ -132,10 +142,11 @@ class TuneSearch(PipelineTask):
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         lmbr_tuning = self.clone(TuneLMBR, models=self.models)  # and what it decodes with
         return {**lmbr_tuning.requires(), "tuning": lmbr_tuning,
-                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences)}
+                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=tuning_end(lmbr))}
 
     def params(self) -> dict[str, Any]:
-        return {"models": self.models, "grid_search": self.profile_config.lmbr.search_forms()}
+        lmbr = self.profile_config.lmbr
+        return {"models": self.models, "grid_search": lmbr.search_forms(), **window_params(lmbr)}
 
     def chosen(self) -> str:
         """The chosen search of the built artifact: "free" or "anchored"."""
@@ -156,7 +167,7 @@ class TuneSearch(PipelineTask):
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=point.nmt_lambda, patience=lmbr.patience)
         acceptors, restorer = inputs["acceptors"].acceptors(), word_restorer(inputs["words"], target)
-        span = range(len(lines))
+        span = lmbr.tune_window()  # the split's sentence numbers of the lines
         bleu, from_lattice = {}, 0
 
         def lmbr_factory(ids: list[int]):
@@ -176,10 +187,42 @@ class TuneSearch(PipelineTask):
                                      lambda words: processor.postprocess(words, subword=False),
                                      paths=set(lattice_lines))[0]
             bleu[search] = corpus_bleu(texts, references, target).score
-        best = max(bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
+        if lmbr.tie_bleu > 0:  # within the tolerance, the free search (one beam, no lattice) is the simpler
+            best = choose_search(bleu, lmbr.tie_bleu)
+        else:
+            best = max(bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
         write_json(out / SEARCH_FILE, {"chosen": {"search": best}, "bleu": bleu, "sentences": len(lines),
+                                       **window_record(lmbr),
                                        "point": dataclasses.asdict(point), "anchored_lines_from_lattice": from_lattice})
         return {"chosen": best, "bleu": bleu, "sentences": len(lines)}
+
+
+def choose_search(bleu: dict[str, float], tie: float) -> str:
+    """Of the searches within `tie` BLEU of the best, the simplest: free before anchored."""
+    top = max(bleu.values())
+    order = {"free": 0, "anchored": 1}
+    return min((search for search, value in bleu.items() if value >= top - tie - 1e-9),
+               key=lambda search: order.get(search, len(order)))
+
+
+def window_params(lmbr: LmbrProfile) -> dict[str, Any]:
+    """The tuning window's start and the tie tolerance for a tuning artifact's hash, each only when it is on (the
+    artifacts of before keep their ids)."""
+    return {**({"tune_start": lmbr.tune_start} if lmbr.tune_start else {}),
+            **({"tie_bleu": lmbr.tie_bleu} if lmbr.tie_bleu else {})}
+
+
+def window_record(lmbr: LmbrProfile) -> dict[str, Any]:
+    """What a tuning artifact's choice file records of its window and tie rule, when they are on."""
+    window = lmbr.tune_window()
+    return ({"window": [window.start, window.stop]} if lmbr.tune_start else {}) | (
+        {"tie_bleu": lmbr.tie_bleu} if lmbr.tie_bleu else {})
+
+
+def tuning_end(lmbr: LmbrProfile) -> int:
+    """How many of the tuning split's first sentences the tuning stages' L matrices and acceptors cover: up to the
+    window's end (the sentences before tune_start are built too, unread)."""
+    return lmbr.tune_window().stop
 
 
 def race_params(lmbr: LmbrProfile) -> dict[str, Any]:
@@ -198,16 +241,29 @@ def nbest_choices(lmbr: LmbrProfile) -> tuple[int, ...]:
 
 
 def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str], LoadedModels, TextProcessor]:
-    """The first tune_sentences of the tuning set (BPE source lines and raw references), the NMT system's models and
-    the target postprocessing, from a tuning task's inputs (system, subwords, raw, truecaser)."""
-    target, n = task.config.target, task.profile_config.lmbr.tune_sentences
-    lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{task.config.source}.gz"))[:n]
-    references = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{target}.gz"))[:n]
+    """The tuning window's sentences of the tuning set ([lmbr] tune_start .. + tune_sentences: BPE source lines and
+    raw references), the NMT system's models and the target postprocessing, from a tuning task's inputs (system,
+    subwords, raw, truecaser)."""
+    target = task.config.target
+    lines, references = window_lines(task, inputs["subwords"].artifact_dir() / f"bpe.{task.config.source}.gz",
+                                     inputs["raw"].artifact_dir() / f"raw.{target}.gz")
     models = load_models([inputs["system"].artifact_dir() / "system.json"], default_device())
     tokenizer = get_tokenizer(task.config.languages[target].tokenizer, target, Path(task.cache_dir) / "tokenizers")
     processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                             target), bpe=None)
     return lines, references, models, processor
+
+
+def window_lines(task: PipelineTask, *paths: Path) -> list[list[str]]:
+    """The tuning window's lines of each file (ConfigError when a file has fewer lines than the window needs)."""
+    window, found = task.profile_config.lmbr.tune_window(), []
+    for path in paths:
+        lines = list(read_lines(path))
+        if len(lines) < window.stop:
+            raise ConfigError(f"{task.profile_config.path}: [lmbr] tune_start {window.start} + tune_sentences "
+                              f"{len(window)} = {window.stop} tuning sentences, but {path} has {len(lines)} lines")
+        found.append(lines[window.start:window.stop])
+    return found
 
 
 class TuneRescoring(PipelineTask):
@@ -228,12 +284,12 @@ class TuneRescoring(PipelineTask):
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         required = {"system": self.clone(NMTSystem, system=self.models),
-                    "acceptors": self.clone(BuildAcceptors, split=tune, sentences=lmbr.tune_sentences),
+                    "acceptors": self.clone(BuildAcceptors, split=tune, sentences=tuning_end(lmbr)),
                     "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
                     "truecaser": self.clone(TrainTruecaser)}
         if self.lmbr:
             required["lmbr"] = self.clone(TuneLMBR, models=self.models)
-            required["lmatrix"] = {alpha: lmatrix_for(self, alpha, split=tune, sentences=lmbr.tune_sentences)
+            required["lmatrix"] = {alpha: lmatrix_for(self, alpha, split=tune, sentences=tuning_end(lmbr))
                                    for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)}
         return required
 
@@ -241,7 +297,7 @@ class TuneRescoring(PipelineTask):
         lmbr = self.profile_config.lmbr
         return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
                 "grid_lattice_weight": lmbr.lattice_weights(), "patience": lmbr.patience,
-                "decode": self.profile_config.decode.hashed(), **race_params(lmbr)}
+                "decode": self.profile_config.decode.hashed(), **race_params(lmbr), **window_params(lmbr)}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
@@ -260,6 +316,7 @@ class TuneRescoring(PipelineTask):
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   patience=lmbr.patience)
+        first = lmbr.tune_window().start
         limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
@@ -272,23 +329,26 @@ class TuneRescoring(PipelineTask):
         grid = rescoring_grid(start, lmbr.lattice_weights())
 
         def translate(point: RescoringPoint, span: range) -> list[str]:
-            constrain = acceptor_hook_factory([acceptors.get(k) for k in span], limits[span.start:span.stop],
+            ids = range(first + span.start, first + span.stop)  # the split's sentence numbers
+            constrain = acceptor_hook_factory([acceptors.get(k) for k in ids], limits[span.start:span.stop],
                                               models.tgt_vocab.eos_id, weight=point.lattice_weight)
             scorer = None
             if stores:
                 theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
                 scorer = lmbr_hook_factory(ReweightedStore(stores[point.alpha], theta), models.tgt_vocab.bos_id,
-                                           sentence_ids=span, vocab_size=len(models.tgt_vocab), gains=point.gains)
+                                           sentence_ids=ids, vocab_size=len(models.tgt_vocab), gains=point.gains)
             result = translate_lines(lines[span.start:span.stop], models,
                                      dataclasses.replace(settings, weight=point.nmt_lambda), processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort,
                                      hook_factory=chain_factories([scorer, constrain]))
-            return restorer.restore(span, result.bpe, result.text,
+            return restorer.restore(ids, result.bpe, result.text,
                                     lambda words: processor.postprocess(words, subword=False))[0]
 
+        p0, r0 = start.p, start.r
         best, results = race_grid(grid, translate, prefix_bleu(references, target), len(lines),
-                                  lmbr.race_sentences, lmbr.race_keep)
+                                  lmbr.race_sentences, lmbr.race_keep, tie=lmbr.tie_bleu,
+                                  simpler=lambda point: simplicity(point, p0, r0, start.alpha))
         write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),
-                                          "grid": results})
+                                          **window_record(lmbr), "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}

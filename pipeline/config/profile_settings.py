@@ -262,6 +262,10 @@ class LmbrProfile:
     nmt_lambda: float = 0.5  # lambda, the scale of log P_NMT (the ensemble's average) in LMBR decoding
     tune: bool = False  # tune lambda, p and r on the tuning set's first tune_sentences by the grid below (TuneLMBR)
     tune_sentences: int = 200
+    tune_start: int = 0  # the tuning window: sentences tune_start .. tune_start + tune_sentences of the tuning split
+    #                      (0: its first tune_sentences, as before; tune_start is then left out of the artifacts' ids)
+    tie_bleu: float = 0.0  # tuning BLEU within this of the best counts as a tie, won by the simpler point
+    #                        (pipeline/decode/lmbr_tuning.py: simplicity); 0: off, the best point in grid order
     grid_lambda: tuple[float, ...] = (0.25, 0.5, 1.0)
     grid_p: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's p
     grid_r: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's r
@@ -284,6 +288,10 @@ class LmbrProfile:
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
     grid_mbr_alpha: tuple[float, ...] = ()  # path scales of lattice MBR's posteriors (empty: the lattices' alpha)
+
+    def tune_window(self) -> range:
+        """The tuning sentences (0-based lines of the prepared tuning split) that every tuning stage decodes."""
+        return range(self.tune_start, self.tune_start + self.tune_sentences)
 
     def mbr_p_offsets(self) -> tuple[float, ...]:
         return tuple(self.grid_mbr_p) or (0.0,)
@@ -322,6 +330,8 @@ class LmbrProfile:
                   ("engine", self.engine in ("openfst", "exact"), "must be 'openfst' or 'exact'"),
                   ("nmt_lambda", self.nmt_lambda > 0, "must be positive"),
                   ("tune_sentences", self.tune_sentences >= 1, "must be at least 1"),
+                  ("tune_start", self.tune_start >= 0, "must not be negative"),
+                  ("tie_bleu", self.tie_bleu >= 0, "must not be negative (0: no ties but exact ones)"),
                   ("grid_lambda", bool(self.grid_lambda) and min(self.grid_lambda) > 0, "must list positive values"),
                   ("grid_alpha", all(a > 0 for a in self.grid_alpha),
                    "must list positive values (or none: the lattices' alpha)"),
@@ -417,6 +427,11 @@ class Profile:
                     ("decode", self.decode), *((f"variants.{name}", v) for name, v in self.variants.items()),
                     ("lmbr", self.lmbr)]
         found = [(f"{prefix}.{key}", problem) for prefix, section in sections for key, problem in section.problems()]
+        end = self.lmbr.tune_window().stop
+        if self.data.tune_sentences and end > self.data.tune_sentences:
+            found.append(("lmbr.tune_start", f"the tuning window ends at sentence {end} (tune_start "
+                          f"{self.lmbr.tune_start} + tune_sentences {self.lmbr.tune_sentences}), past the "
+                          f"{self.data.tune_sentences} tuning lines that [data] tune_sentences prepares"))
         for arch in ("gru", "transformer"):
             variant = getattr(self.nmt, arch).training.distillation_variant
             if variant and variant not in self.variants:

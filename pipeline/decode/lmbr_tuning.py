@@ -6,7 +6,9 @@ p and r start from the PBMT's BLEU precisions (lattices/theta.py); the grid move
 (0, 1]). Each point decodes the tuning sentences with the L of its alpha's posteriors re-weighted by its theta
 (within one alpha the posteriors are kept, only theta changes: LMatrix.with_theta) and is scored by the caller's
 BLEU. The best point wins; ties go to the earlier point in grid order (lambdas, then p, then r, then alpha, then
-n-best sizes, then gain forms, as given).
+n-best sizes, then gain forms, as given). With a tie tolerance (`[lmbr] tie_bleu`), every point within it of the
+best BLEU ties, and the simplest of them wins (:func:`simplicity`): a choice that a second draw of tuning sentences
+would not repeat falls back to the setting that needs no evidence.
 
 :func:`tune_lmbr_in_stages` searches coordinate-wise, as TuneLMBR does: every lambda x alpha x n-best x gain form
 at the PBMT's p and r, then every p and r offset at the best of those (len(lambdas) * len(alphas) * len(nbests) *
@@ -24,8 +26,11 @@ from typing import Callable, Sequence
 from lattices.lmatrix import LMatrix
 from lattices.theta import Theta
 
-__all__ = ["GridPoint", "RescoringPoint", "ReweightedStore", "SpanDecoder", "best_bleu", "lmbr_grid", "race_grid",
-           "rescoring_grid", "tune_lmbr", "tune_lmbr_in_stages"]
+__all__ = ["GridPoint", "PAPER_LAMBDA", "RescoringPoint", "ReweightedStore", "SpanDecoder", "best_bleu", "choose",
+           "lmbr_grid", "race_grid", "rescoring_grid", "simplicity", "tune_lmbr", "tune_lmbr_in_stages"]
+
+#: The paper's lambda (0.5 / models on the sum of the ensemble's log-probabilities; here on their average).
+PAPER_LAMBDA = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,17 +87,50 @@ class ReweightedStore:
         return sentence in self.store
 
 
+def simplicity(point: GridPoint, p0: float | None = None, r0: float | None = None,
+               alpha0: float = 1.0) -> tuple[float, ...]:
+    """The order of simplicity among tied points (smaller is simpler), key by key: per_step gains before bounded
+    (the paper's rule); the full lattice (or the profile's evidence space) before an n-best list; lambda nearer the
+    paper's 0.5 (on a log scale); p and r nearer the PBMT's (p0, r0; not compared when None); alpha nearer the
+    lattices' own; for lattice rescoring, a smaller mu (the lattice's cost weighs less). Points equal under all of
+    these keep grid order."""
+    return (0.0 if point.gains == "per_step" else 1.0,
+            0.0 if point.nbest <= 0 else 1.0,
+            round(abs(math.log(point.nmt_lambda / PAPER_LAMBDA)), 9),
+            0.0 if p0 is None or r0 is None else round(abs(point.p - p0) + abs(point.r - r0), 9),
+            round(abs(math.log(point.alpha / alpha0)), 9) if point.alpha > 0 and alpha0 > 0 else 0.0,
+            float(getattr(point, "lattice_weight", 0.0)))
+
+
+def choose(scores: dict[GridPoint, float], tie: float = 0.0,
+           simpler: Callable[[GridPoint], tuple] = simplicity) -> GridPoint:
+    """The chosen point of `scores` (point -> tuning BLEU, in grid order). tie 0: the best, the first in grid order
+    of exact ties (the rule of before); tie > 0: of the points within `tie` BLEU of the best, the simplest by
+    simpler(point), then grid order."""
+    if not scores:
+        raise ValueError("no points to choose from")
+    top = max(scores.values())
+    if tie <= 0:
+        return next(point for point, bleu in scores.items() if bleu == top)
+    order = {point: k for k, point in enumerate(scores)}
+    tied = [point for point, bleu in scores.items() if bleu >= top - tie - 1e-9]
+    return min(tied, key=lambda point: (simpler(point), order[point]))
+
+
 #: decode(point, sentences): the outputs of the tuning sentences in the range, in order.
 SpanDecoder = Callable[[GridPoint, range], list[str]]
 
 
 def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
               checkpoints: Sequence[int] = (), keep: float = 1 / 3,
-              log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
+              log: Callable[[str], None] = lambda line: None, tie: float = 0.0,
+              simpler: Callable[[GridPoint], tuple] = simplicity) -> tuple[GridPoint, list[dict]]:
     """The best grid point on the first `sentences` tuning sentences, by successive halving over their prefixes.
 
     Every point still in the race decodes up to the next checkpoint (and finally to `sentences`); at a checkpoint
-    only the best ceil(keep x n) of its n points go on, ties to the earlier in grid order. score(outputs) is the
+    only the best ceil(keep x n) of its n points go on, ties to the earlier in grid order (with a tie tolerance, also
+    every point within `tie` BLEU of the last one going on, so that a tie is not decided by a prefix's noise; the
+    final choice: :func:`choose`). score(outputs) is the
     BLEU of the first len(outputs) sentences. A point decodes each sentence once, so its outputs equal one decoding
     of the whole prefix (decoding is batch invariant, up to the float rounding of batched products that can turn a
     near-tie: beam_search.py). Without checkpoints this is the full grid.
@@ -113,14 +151,18 @@ def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[l
             scores[point] = score(outputs[point])
             log(", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
                           for key, value in asdict(point).items()) + f": BLEU {scores[point]:.2f} ({stop} sentences)")
-        going_on = set(sorted(alive, key=lambda point: -scores[point])[:max(1, math.ceil(keep * len(alive)))])
+        ranked = sorted(alive, key=lambda point: -scores[point])
+        going_on = set(ranked[:max(1, math.ceil(keep * len(alive)))])
+        if tie > 0:
+            last = min(scores[point] for point in going_on)
+            going_on |= {point for point in alive if scores[point] >= last - tie - 1e-9}
         for point in alive:
             results[point] = {**asdict(point), "bleu": scores[point]}
             if stop < sentences and point not in going_on:
                 results[point]["eliminated_at"] = stop
         if stop < sentences:
             alive = [point for point in alive if point in going_on]
-    best = max(alive, key=lambda point: results[point]["bleu"])  # the first of ties: alive keeps grid order
+    best = choose({point: results[point]["bleu"] for point in alive}, tie, simpler)  # alive keeps grid order
     return best, [results[point] for point in dict.fromkeys(grid)]
 
 
@@ -131,21 +173,28 @@ def best_bleu(results: Sequence[dict]) -> float:
 
 def tune_lmbr(grid: Sequence[GridPoint], decode: Callable[[GridPoint], list[str]],
               score: Callable[[list[str]], float],
-              log: Callable[[str], None] = lambda line: None) -> tuple[GridPoint, list[dict]]:
+              log: Callable[[str], None] = lambda line: None, tie: float = 0.0,
+              simpler: Callable[[GridPoint], tuple] = simplicity) -> tuple[GridPoint, list[dict]]:
     """The best grid point by score(decode(point)), and every point's result (in grid order): the full grid."""
-    return race_grid(grid, lambda point, sentences: decode(point), score, 1, (), 1.0, log)
+    return race_grid(grid, lambda point, sentences: decode(point), score, 1, (), 1.0, log, tie, simpler)
 
 
 def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offsets: Sequence[float],
                         r_offsets: Sequence[float], alphas: Sequence[float], gains: Sequence[str],
                         decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
                         log: Callable[[str], None] = lambda line: None, nbests: Sequence[int] = (-1,),
-                        checkpoints: Sequence[int] = (), keep: float = 1 / 3) -> tuple[GridPoint, list[dict]]:
+                        checkpoints: Sequence[int] = (), keep: float = 1 / 3, tie: float = 0.0,
+                        alpha0: float | None = None) -> tuple[GridPoint, list[dict]]:
     """Stage 1: lambda x alpha x n-best x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best
     (its point is not decoded again); each stage a race (:func:`race_grid`). Returns the best point of both stages
-    and every decoded point's result, in order."""
+    and every decoded point's result, in order. With a tie tolerance, ties go to the simpler point
+    (:func:`simplicity`, p and r measured from p0 and r0, alpha from alpha0, the lattices' own, or else the first
+    of `alphas`), and stage 2 replaces stage 1's point only when it beats stage 1's best BLEU by more than `tie`."""
+    def simpler(point: GridPoint) -> tuple:
+        return simplicity(point, p0, r0, alpha0 if alpha0 is not None else (alphas[0] if alphas else 1.0))
+
     def race(grid: Sequence[GridPoint]) -> tuple[GridPoint, list[dict]]:
-        return race_grid(grid, decode, score, sentences, checkpoints, keep, log)
+        return race_grid(grid, decode, score, sentences, checkpoints, keep, log, tie, simpler)
 
     first, results = race(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains, nbests))
     second = [point for point in lmbr_grid(p0, r0, [first.nmt_lambda], p_offsets, r_offsets, [first.alpha],
@@ -153,4 +202,4 @@ def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offset
     if not second:
         return first, results
     best, more = race(second)
-    return (best if best_bleu(more) > best_bleu(results) else first), results + more
+    return (best if best_bleu(more) > best_bleu(results) + tie else first), results + more

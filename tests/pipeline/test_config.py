@@ -338,3 +338,17 @@ def test_a_task_may_name_a_pretrained_model_by_hub_name_or_folder(tmp_path):
     path.write_text(path.read_text().replace("model = ", "modle = "))
     with pytest.raises(ConfigError, match=r"unknown key 'pretrained.modle'"):
         config.load_task("ger-eng", folder)
+
+
+def test_the_tuning_window_must_end_within_the_prepared_tuning_lines(tmp_path):
+    lmbr = config.load_profile("medium").lmbr
+    assert lmbr.tune_start == 0 and lmbr.tie_bleu == 0.0 and lmbr.tune_window() == range(0, 300)
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "tune_start = 0 ", "tune_start = 700 ")
+    assert config.load_profile("medium", folder).lmbr.tune_window() == range(700, 1000)
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", "tune_start = 0 ", "tune_start = 701 ")
+    with pytest.raises(ConfigError, match=r"'lmbr.tune_start' the tuning window ends at sentence 1001 \(tune_start "
+                                          r"701 \+ tune_sentences 300\), past the 1000 tuning lines"):
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "c", "profiles/medium.toml", "tie_bleu = 0.0 ", "tie_bleu = -0.1 ")
+    with pytest.raises(ConfigError, match="'lmbr.tie_bleu' must not be negative"):
+        config.load_profile("medium", folder)

@@ -1,0 +1,194 @@
+"""Benchmark: how far the tuned systems' devtest BLEU moves when the tuning sentences change.
+
+The LMBR hybrids, the lattice-rescoring systems and lattice MBR are tuned on a window of the tuning split (`[lmbr]
+tune_start` .. tune_start + tune_sentences). A choice that another draw of tuning sentences would not repeat is
+noise; this script measures it. For each window of `--windows` (START:COUNT, e.g. `0:300 300:300 0:500`) it copies
+the configs (`--config-dir`, default the checkout's) with the profile's `[lmbr] tune_start` and `tune_sentences`
+set to the window (and any `--lmbr KEY=VALUE`, e.g. `tie_bleu=0.3` or `race_keep=0.5`, in every copy), then builds
+with the pipeline's own tasks (luigi, local scheduler, the work folder's trained systems and lattices shared by all
+windows) the tuning stages (TuneLMBR, TuneSearch, TuneRescoring, TuneMBR) and EvaluateSystem of every system on the
+devtest split. It reports per system the chosen point and its tuning BLEU of each window, its devtest BLEU, and the
+spread of the devtest BLEU (max - min over the windows).
+
+    .venv/bin/python benchmarks/tuning_stability.py --profile medium --task ger-eng --work-dir work \
+        --windows 0:300 300:300 0:500 --out results/benchmarks/tuning_stability_medium_ger-eng.json
+
+Each window other than the profile's own costs the posteriors of the tuning sentences up to its end (BuildLMatrix of
+the tuning split's first tune_start + tune_sentences), every tuning stage and the devtest decodings of its choices.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from common import machine  # noqa: E402
+from pipeline.io import read_json, write_json  # noqa: E402
+
+#: the systems whose rows depend on the tuning window, and the tuning stages each one's choice comes from
+SYSTEMS = ("LNMT", "LTNMT", "FNMT-lat", "TNMT-lat", "LNMT-lat", "LTNMT-lat", "MBR")
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """START:COUNT -> (start, count)."""
+    start, _, count = text.partition(":")
+    try:
+        window = int(start), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a window is START:COUNT, e.g. 0:300") from None
+    if window[0] < 0 or window[1] < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: START must not be negative and COUNT must be at least 1")
+    return window
+
+
+def set_lmbr(profile: Path, settings: dict[str, str]) -> None:
+    """Set keys of the profile's [lmbr] section (TOML values as written), replacing a key's line or adding it."""
+    text = profile.read_text(encoding="utf-8")
+    head, found, rest = text.partition("\n[lmbr]\n")
+    if not found:
+        raise SystemExit(f"{profile}: no [lmbr] section")
+    section, nxt, tail = rest.partition("\n[")
+    for key, value in settings.items():
+        line = f"{key} = {value}"
+        section, replaced = re.subn(rf"^{re.escape(key)} = .*$", line, section, count=1, flags=re.M)
+        if not replaced:
+            section = f"{line}\n{section}"
+    profile.write_text(head + found + section + nxt + tail, encoding="utf-8")
+
+
+def window_configs(source: Path, folder: Path, profile: str, window: tuple[int, int],
+                   overrides: dict[str, str]) -> Path:
+    """A copy of the configs with the profile's tuning window (and the --lmbr overrides) set."""
+    shutil.copytree(source, folder)
+    set_lmbr(folder / "profiles" / f"{profile}.toml",
+             {**overrides, "tune_start": str(window[0]), "tune_sentences": str(window[1])})
+    return folder
+
+
+def tuning_tasks(system: str, params: dict[str, Any]) -> list:
+    """The tuning stages whose choices a system may decode with (those that its decoding requires are read)."""
+    from tasks.mbr import TuneMBR
+    from tasks.tuning import TuneLMBR, TuneRescoring, TuneSearch
+
+    models = "TNMT" if system.startswith(("LTNMT", "TNMT")) else "FNMT"
+    if system == "MBR":
+        return [TuneMBR(**params)]
+    if system.endswith("-lat"):
+        return [TuneRescoring(models=models, lmbr=system.startswith("L"), **params)]
+    return [TuneLMBR(models=models, **params), TuneSearch(models=models, **params)]
+
+
+def choice(task) -> dict[str, Any]:
+    """A built tuning stage's chosen point and its tuning BLEU (None where the artifact does not say)."""
+    from tasks.tuning import TuneSearch
+
+    record = read_json(task.artifact_dir() / choice_file(task))
+    chosen = record["chosen"]
+    if isinstance(task, TuneSearch):
+        return {"search": chosen["search"], "tune_bleu": round(record["bleu"][chosen["search"]], 2)}
+    matches = [point["bleu"] for point in record["grid"] if "eliminated_at" not in point and
+               all(point.get(key) == value for key, value in chosen.items())]
+    return {**chosen, "tune_bleu": round(matches[0], 2) if matches else None}
+
+
+def choice_file(task) -> str:
+    """The file in which a tuning stage records its choice."""
+    from tasks.mbr import MBR_CHOICE_FILE, TuneMBR
+    from tasks.tuning import CHOICE_FILE, RESCORING_FILE, SEARCH_FILE, TuneLMBR, TuneSearch
+
+    if isinstance(task, TuneMBR):
+        return MBR_CHOICE_FILE
+    if isinstance(task, TuneSearch):
+        return SEARCH_FILE
+    return CHOICE_FILE if isinstance(task, TuneLMBR) else RESCORING_FILE
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--profile", default="medium")
+    p.add_argument("--task", required=True)
+    p.add_argument("--work-dir", type=Path, default=Path("work"))
+    p.add_argument("--data-dir", help="the data folder the systems were built from (default: the project's setting)")
+    p.add_argument("--cache-dir", help="the cache folder (default: the project's setting)")
+    p.add_argument("--config-dir", type=Path, help="the configs the systems were built with (default: the "
+                   "checkout's configs/), copied once per window")
+    p.add_argument("--windows", type=parse_window, nargs="+",
+                   help="START:COUNT windows of the tuning split, at least two (default: the profile's own window "
+                   "and the next one of the same size)")
+    p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    p.add_argument("--split", help="the devtest split to decode (default: the task's first devtest split)")
+    p.add_argument("--lmbr", action="append", default=[], metavar="KEY=VALUE",
+                   help="an [lmbr] setting for every window's copy (TOML value), e.g. tie_bleu=0.3; repeatable")
+    p.add_argument("--processes", type=int, default=2, help="threads and processes of each stage")
+    p.add_argument("--workers", type=int, default=1, help="luigi workers")
+    p.add_argument("--out", type=Path, help="JSON: per system, each window's choice and devtest BLEU, and the spread")
+    args = p.parse_args(argv)
+
+    import luigi
+
+    from pipeline.config import load_profile, load_task
+    from tasks.evaluate import EvaluateSystem
+
+    source = args.config_dir or REPO / "configs"
+    overrides = dict(item.split("=", 1) for item in args.lmbr)
+    own = load_profile(args.profile, source).lmbr
+    windows = args.windows or [(own.tune_start, own.tune_sentences),
+                               (own.tune_start + own.tune_sentences, own.tune_sentences)]
+    if len(windows) < 2:
+        raise SystemExit("--windows: give at least two windows to compare")
+    split = args.split or load_task(args.task, source).splits.devtest[0]
+    common = {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
+              "processes": args.processes, **({"data_dir": args.data_dir} if args.data_dir else {}),
+              **({"cache_dir": args.cache_dir} if args.cache_dir else {})}
+    rows: dict[str, list[dict]] = {system: [] for system in args.systems}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tuning-stability-") as tmp:
+        folders = [window_configs(source, Path(tmp) / f"window-{k}", args.profile, window, overrides)
+                   for k, window in enumerate(windows)]
+        for configs in folders:  # a window past the prepared tuning lines: its ConfigError before any work
+            load_profile(args.profile, configs)
+        for window, configs in zip(windows, folders):
+            params = {**common, "config_dir": str(configs)}
+            evaluations = {system: EvaluateSystem(system=system, split=split, **params) for system in args.systems}
+            tunings = {system: tuning_tasks(system, params) for system in args.systems}
+            began = time.monotonic()  # the decodings require the tuning stages that the profile's grids call for
+            result = luigi.build(list(evaluations.values()), local_scheduler=True, detailed_summary=True,
+                                 workers=args.workers, log_level="WARNING")
+            if not all(task.complete() for task in evaluations.values()):
+                raise SystemExit(f"window {window[0]}:{window[1]}: the pipeline failed\n{result.summary_text}")
+            for system in args.systems:
+                chosen = {}
+                for task in tunings[system]:
+                    if task.complete():
+                        chosen.update(choice(task))
+                bleu = evaluations[system].signature()["stats"]["bleu"]["score"]
+                rows[system].append({"window": list(window), "chosen": chosen, "devtest_bleu": round(bleu, 2)})
+                print(f"window {window[0]}:{window[1]} {system}: devtest BLEU {bleu:.2f}, chosen {chosen}",
+                      flush=True)
+            print(f"window {window[0]}:{window[1]}: {time.monotonic() - began:.0f} s", flush=True)
+    systems = {}
+    for system, found in rows.items():
+        scores = [row["devtest_bleu"] for row in found]
+        systems[system] = {"windows": found, "spread": round(max(scores) - min(scores), 2),
+                           "same_choice": all(row["chosen"] == found[0]["chosen"] for row in found)}
+        print(f"{system}: devtest BLEU {' / '.join(f'{s:.2f}' for s in scores)}, spread "
+              f"{systems[system]['spread']:.2f}", flush=True)
+    if args.out:
+        write_json(args.out, {"benchmark": "tuning_stability", "machine": machine(args.processes),
+                              "profile": args.profile, "task": args.task, "split": split,
+                              "windows": [list(window) for window in windows], "lmbr": overrides,
+                              "seconds": round(time.monotonic() - started, 1), "systems": systems})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
