@@ -8,7 +8,9 @@ import itertools
 import os
 import platform
 import random
+import shutil
 import sys
+import time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,7 +165,6 @@ def redecode_seconds(folder: Path, indices: list[int], work_dir: Path) -> float:
     signature.json), writing lattices and n-best lists as it did, to a temporary folder. Loading is not timed."""
     import json
     import tempfile
-    import time
 
     import kenlm
 
@@ -211,3 +212,24 @@ def output_scores(hypotheses: list[str], references: list[str], lang: str) -> di
     return {"bleu": round(bleu.score, 2), "precision_1": round(bleu.precisions[0], 1),
             "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 2), "repeated_4grams": repeats,
             "4grams": total, "repeated_share": round(repeats / total, 3) if total else 0.0}
+
+
+# -- measuring on a quiet machine, keeping the logs -----------------------------------------------------------------
+
+def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
+    """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).
+    SystemExit after `timeout_minutes`: a figure measured beside other work is not reported."""
+    deadline = time.monotonic() + 60 * timeout_minutes
+    while (load := os.getloadavg())[0] >= max_load:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what}: the 1-minute load stayed at or above {max_load} for {timeout_minutes:g} "
+                             f"minutes (now {load[0]:.2f}); not measured on a busy machine")
+        time.sleep(10)
+    return [round(x, 2) for x in load]
+
+
+def keep_log(source: Path, logs_dir: Path, name: str) -> str:
+    """A copy of a run's log in the folder committed with the report; its path."""
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, logs_dir / name)
+    return str(logs_dir / name)

@@ -62,6 +62,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(1, str(HERE))
 
+from common import keep_log, wait_for_quiet  # noqa: E402
+
 EOLE_VERSION = "0.6.4"
 EOLE_SPECIALS = ("<unk>", "<blank>", "<s>", "</s>")
 EOLE_LOG = re.compile(r"Step (\d+)(?:/\s*\d+)?;.*?lr: +([0-9.e+-]+);.*?([0-9.]+)/\s*([0-9.]+) tok/s;\s+([0-9.]+) sec")
@@ -92,27 +94,6 @@ def task_data(work_dir: Path, profile: str, task: str, split: str) -> TaskData:
                     artifact(root, "subwords", config.splits.train), artifact(root, "vocab", "vocab"),
                     artifact(root, "subwords", split), artifact(root, "tokenized", split),
                     artifact(root, "truecaser", "truecaser"))
-
-
-# -- a quiet machine ------------------------------------------------------------------------------------------------
-
-def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
-    """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).
-    SystemExit after `timeout_minutes`: a figure measured beside other work is not reported."""
-    deadline = time.monotonic() + 60 * timeout_minutes
-    while (load := os.getloadavg())[0] >= max_load:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what}: the 1-minute load stayed at or above {max_load} for {timeout_minutes:g} "
-                             f"minutes (now {load[0]:.2f}); not measured on a busy machine")
-        time.sleep(10)
-    return [round(x, 2) for x in load]
-
-
-def keep_log(source: Path, logs_dir: Path, name: str) -> str:
-    """A copy of a run's log in the folder committed with the report; its path."""
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, logs_dir / name)
-    return str(logs_dir / name)
 
 
 # -- our trainer ---------------------------------------------------------------------------------------------------
