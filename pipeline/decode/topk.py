@@ -7,6 +7,12 @@ Two EOS policies (docs/algorithms.md, section 5). The paper's: the top B candida
 others live on, so a step that finishes e hypotheses leaves B - e rows and the beam refills at the next step. The
 full beam (:func:`full_beam_candidates`; Hugging Face's `generate`, fairseq): the top 2B candidates, EOS among the
 first B ranks finish, and the B best candidates that are not EOS live on, so every step keeps B rows.
+
+The top-k of a wide grid goes through :func:`row_topk`: the maximum of each block of CHUNK entries, the k blocks
+with the highest maxima, and the top-k among those blocks' entries. The k best entries lie in those blocks (a block
+that holds none of them has its maximum below the k-th best), so the scores are torch.topk's exactly; only among
+exactly tied scores may another index be chosen. On a CPU that is several times faster than torch.topk over the
+whole row, whose partial sort is scalar where the blocks' maxima are vector loads.
 """
 from __future__ import annotations
 
@@ -18,7 +24,10 @@ from torch import Tensor
 
 from pipeline.decode.scores import NEG_INF
 
-__all__ = ["TopCandidates", "full_beam_candidates", "prune_below_threshold", "top_candidates"]
+__all__ = ["CHUNK", "TopCandidates", "full_beam_candidates", "prune_below_threshold", "row_topk", "top_candidates"]
+
+#: Block width of row_topk's first pass (entries of one row).
+CHUNK = 128
 
 
 def prune_below_threshold(grid: Tensor, threshold: float) -> Tensor:
@@ -47,9 +56,27 @@ class TopCandidates:
         return self.scores > NEG_INF
 
 
+def row_topk(grid: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """(scores, index), both [N, k], best first: the k largest entries of each row of grid [N, K], as torch.topk.
+
+    Rows narrower than 8 x k blocks go to torch.topk itself; wider ones are searched block by block (module doc).
+    """
+    n, width = grid.shape
+    whole = width - width % CHUNK                                # entries in whole blocks; the rest is the tail
+    if whole < 8 * k * CHUNK or grid.device.type != "cpu":
+        return grid.topk(k, dim=1)
+    maxima = grid[:, :whole].unflatten(1, (whole // CHUNK, CHUNK)).amax(dim=2)          # [N, K // CHUNK]
+    blocks = maxima.topk(k, dim=1).indices                                                # [N, k]
+    index = (blocks.unsqueeze(2) * CHUNK + torch.arange(CHUNK, device=grid.device)).flatten(1)  # [N, k*CHUNK]
+    if whole < width:
+        index = torch.cat([index, torch.arange(whole, width, device=grid.device).expand(n, -1)], dim=1)
+    scores, pick = grid.gather(1, index).topk(k, dim=1)
+    return scores, index.gather(1, pick)
+
+
 def top_candidates(grid: Tensor, beam: int, vocab_size: int) -> TopCandidates:
     """Top-`beam` per row of grid [N, B*V], decomposed into origin slot (index // V) and token (index % V)."""
-    scores, index = grid.topk(beam, dim=1)
+    scores, index = row_topk(grid, beam)
     return TopCandidates(scores, index // vocab_size, index % vocab_size)
 
 

@@ -8,7 +8,7 @@ from pipeline.decode.batching import make_batches, position_limit
 from pipeline.decode.finalize import BackoffStack, best_hypotheses, normalized_score
 from pipeline.decode.hooks import ChainHook, ScoreHook, SentenceMaskHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, max_output_lengths, slot_rows
-from pipeline.decode.topk import full_beam_candidates, prune_below_threshold, top_candidates
+from pipeline.decode.topk import CHUNK, full_beam_candidates, prune_below_threshold, row_topk, top_candidates
 from pipeline.nmt.interface import Ensemble
 from tests.pipeline.nmt.conftest import digit_vocab, make_model
 
@@ -55,6 +55,32 @@ def test_top_candidates_decomposes_into_origin_slot_and_token():
     assert top.scores[0].tolist() == pytest.approx([0.0, -0.1, -0.5])
     dead = top_candidates(torch.tensor([[0.0, -INF, -INF, -INF]]), beam=2, vocab_size=2)
     assert dead.alive.tolist() == [[True, False]]
+
+
+@pytest.mark.parametrize("width", [8 * 4 * CHUNK, 4 * 8000, 4 * 8003 + 1, 2 * 32011])
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_row_topk_equals_torch_topk_on_wide_rows(width, k):
+    g = torch.Generator().manual_seed(width + k)
+    grid = torch.randn(6, width, generator=g)
+    grid[0, : width // 2] = -INF                                  # empty slots
+    grid[1, 5 * CHUNK: 5 * CHUNK + 2 * k] += 10                   # the best all in one block
+    grid[2, torch.arange(k) * (width // k)] += 10                 # the best in k blocks far apart
+    grid[3, width - 1] += 10                                      # the best in the tail
+    grid[4, :] = -INF
+    grid[4, 7] = 0.0                                              # fewer finite entries than k
+    grid[5, :] = torch.randn(width, generator=g).round()          # ties everywhere
+    want, got = grid.topk(k, dim=1), row_topk(grid, k)
+    assert torch.equal(got[0], want.values)
+    assert torch.equal(grid.gather(1, got[1]), got[0])            # every index holds its score
+    assert got[1][:4].tolist() == want.indices[:4].tolist()       # no ties: the same indices
+    assert all(len(set(row)) == k for row in got[1].tolist())
+
+
+def test_row_topk_of_narrow_rows_is_torch_topk():
+    grid = torch.tensor([[0.0, 3.0, 3.0, -1.0, 2.0]])
+    scores, index = row_topk(grid, 3)
+    want = grid.topk(3, dim=1)
+    assert torch.equal(scores, want.values) and torch.equal(index, want.indices)
 
 
 def test_full_beam_keeps_b_live_candidates_and_ends_the_eos_among_the_top_b():
