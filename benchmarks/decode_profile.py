@@ -13,16 +13,19 @@ the ancestry caches), in fp32 and int8. Each precision is decoded once untimed, 
 - other operations: every other torch operator (layer norms, softmax, top-k, indexing, concatenations, ...);
 - Python: the rest of the profiled wall time (the interpreter, the search's own bookkeeping, the profiler's cost).
 
-A step is one call of the model's `step`; per-step figures divide by their number. --isa avx2 runs the measurement
+A step is one call of the model's `step`; per-step figures divide by their number. Each timed run alternates with
+one that takes the candidates' top-k with torch.topk over whole rows (`plain_topk_wall_s`), the path before the
+block maxima of pipeline/decode/topk.py: their ratio is that change's gain on this CPU. --isa avx2 runs the measurement
 in a child process whose torch, oneDNN and MKL are held to AVX2 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA,
 MKL_ENABLE_INSTRUCTIONS): the AVX2 variant's kernels on an AVX-512 CPU, not its clock or memory. --trace writes each
 profile as a Chrome trace (chrome://tracing, Perfetto).
 
-    .venv/bin/python benchmarks/decode_profile.py --profile small --threads 2 --out results/benchmarks/x.json
+    .venv/bin/python benchmarks/decode_profile.py --profile medium --threads 2 --out results/benchmarks/x.json
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -84,6 +87,19 @@ def split_profile(events, wall_s: float) -> dict[str, Any]:
             "top_operators_s": {name: round(s, 4) for name, s in top}}
 
 
+@contextlib.contextmanager
+def plain_topk():
+    """Inside: the decoder's top-k is torch.topk over whole rows (the path before block maxima)."""
+    import pipeline.decode.topk as topk
+
+    blocks = topk.row_topk
+    topk.row_topk = lambda grid, k: grid.topk(k, dim=1)
+    try:
+        yield
+    finally:
+        topk.row_topk = blocks
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The profile of each precision in this process."""
     import pipeline.nmt.transformer as transformer
@@ -118,7 +134,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         with torch.inference_mode():
             run()
             steps[0] = 0
-            timed = [run() for _ in range(args.runs)]
+            timed, plain = [], []
+            for _ in range(args.runs):
+                timed.append(run())
+                steps_before = steps[0]
+                with plain_topk():
+                    plain.append(run())
+                steps[0] = steps_before
             per_run_steps = steps[0] // args.runs
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
                 profiled_s = run()
@@ -127,14 +149,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         split = split_profile(prof.events(), profiled_s)
         wall = statistics.median(timed)
         results[precision] = {"wall_s": round(wall, 3), "wpm": round(60 * sum(words) / wall, 1),
+                              "plain_topk_wall_s": round(statistics.median(plain), 3),
+                              "topk_speedup": round(statistics.median(plain) / wall, 3),
                               "steps": per_run_steps, "ms_per_step": round(1000 * wall / max(per_run_steps, 1), 3),
                               "profiled_wall_s": round(profiled_s, 3),
                               "profiled_ms_per_step": {k: round(1000 * v / max(per_run_steps, 1), 3)
                                                        for k, v in split["seconds"].items()},
                               **split}
         shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in split["share"].items())
-        print(f"{precision}: {results[precision]['ms_per_step']:.2f} ms a step ({per_run_steps} steps); {shares}",
-              file=sys.stderr)
+        print(f"{precision}: {results[precision]['ms_per_step']:.2f} ms a step ({per_run_steps} steps); {shares}; "
+              f"block top-k {results[precision]['topk_speedup']:.2f}x torch.topk", file=sys.stderr)
     return {"model": model_info, "data": data, "results": results,
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
@@ -142,7 +166,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", nargs="+", help="a Transformer checkpoint / artifact folder (default: random weights)")
-    p.add_argument("--profile", default="small", help="the decoding settings, and the sizes of a random model")
+    p.add_argument("--profile", default="medium", help="the decoding settings, and the sizes of a random model")
     p.add_argument("--random-vocab", type=int, default=8000)
     p.add_argument("--source", help="BPE source lines (default: synthetic sentences)")
     p.add_argument("--sentences", type=int, default=100)

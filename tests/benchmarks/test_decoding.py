@@ -70,7 +70,21 @@ def test_decode_profile_splits_the_steps_time_into_its_four_parts(run_benchmark)
         assert parts["matrix products"] > 0 and parts["ancestry kernels"] > 0  # the profile's default path
         assert sum(parts.values()) == pytest.approx(result["profiled_wall_s"], abs=0.01)
         assert result["steps"] > 0 and result["ms_per_step"] > 0 and result["wpm"] > 0
+        assert result["topk_speedup"] == pytest.approx(result["plain_topk_wall_s"] / result["wall_s"], rel=0.01)
     assert "quantized::linear_dynamic" in report["results"]["int8"]["top_operators_s"]
+
+
+def test_decode_profile_plain_topk_swaps_the_decoders_top_k_and_restores_it():
+    import torch
+
+    import pipeline.decode.topk as topk
+
+    blocks = topk.row_topk
+    grid = torch.zeros(1, 8 * 4 * topk.CHUNK)
+    grid[0, -1] = 1.0
+    with benchmark("decode_profile").plain_topk():
+        assert topk.row_topk is not blocks and topk.row_topk(grid, 4)[1][0, 0].item() == grid.shape[1] - 1
+    assert topk.row_topk is blocks
 
 
 def test_decode_processes_child_decodes_its_part_when_told(monkeypatch, capsys):
