@@ -314,7 +314,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", nargs="+", help="checkpoint files / NMT artifact folders / system.json (default: "
                    "random weights, as benchmarks/beam_speed.py)")
     p.add_argument("--architecture", default="gru", choices=("gru", "transformer"), help="for random weights")
-    p.add_argument("--profile", default="small", help="sizes of the random-weight model")
+    p.add_argument("--profile", default="medium", help="sizes of the random-weight model")
     p.add_argument("--random-vocab", type=int, default=8000, help="vocabulary of the random-weight model")
     p.add_argument("--source", help="BPE source lines of the split (default: synthetic sentences)")
     p.add_argument("--sentences", type=int, default=150)

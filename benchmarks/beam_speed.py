@@ -8,15 +8,15 @@
 (c) streaming refill (ALGORITHMS.md section 6) vs plain sentence batching, at the beam of (b) and --stream-pool
     sentences, in input order and sorted; differing outputs are recorded, as in (a) and (b).
 
-Model: checkpoints given with --model (e.g. an NMTSystem / TrainNMT artifact folder of the small profile), else
+Model: checkpoints given with --model (e.g. an NMTSystem / TrainNMT artifact folder of the medium profile), else
 random weights at the --profile's sizes over a synthetic vocabulary (--random-vocab). Source: BPE lines of a split
 (--source, e.g. the ApplyBPE artifact's bpe.de.gz of newstest2016), else synthetic sentences. Every configuration is
 timed --runs times and the fastest run is kept (the machine is shared), with OMP_WAIT_POLICY=PASSIVE unless set
 (spinning OpenMP threads make 2-thread runs 10-20x slower when the cores are oversubscribed). Words are source
 words (BPE merged). Prints tables and writes JSON and two PNGs (matplotlib, Agg).
 
-    .venv/bin/python benchmarks/beam_speed.py --model work/small/ger-eng/nmt/gru-seed1-* \\
-        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
+    .venv/bin/python benchmarks/beam_speed.py --model work/medium/ger-eng/nmt/gru-seed1-* \\
+        --source work/medium/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", nargs="+", help="checkpoint files / NMT artifact folders (default: random weights)")
     p.add_argument("--architecture", default="gru", choices=("gru", "transformer"), help="for random weights")
-    p.add_argument("--profile", default="small", help="sizes of the random-weight model")
+    p.add_argument("--profile", default="medium", help="sizes of the random-weight model")
     p.add_argument("--random-vocab", type=int, default=8000, help="vocabulary of the random-weight model")
     p.add_argument("--source", help="BPE source lines (default: synthetic sentences)")
     p.add_argument("--figures", default="a,b", help="which figures: a, b or a,b")

@@ -127,7 +127,7 @@ def artifact_arguments(p: argparse.ArgumentParser, task: str) -> None:
     from pipeline.config import CONFIG_DIR
 
     p.add_argument("--task", default=task)
-    p.add_argument("--profile", default="small")
+    p.add_argument("--profile", default="medium")
     p.add_argument("--work-dir", type=Path, default=REPO / "work")
     p.add_argument("--config-dir", type=Path, default=CONFIG_DIR)
 

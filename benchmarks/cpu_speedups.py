@@ -5,8 +5,8 @@ speed-up alone (int8 dynamic quantisation; pre-computed embedding projections, G
 baseline on 1 thread. Reports words per minute, the speed-up over the baseline and how many 1-best outputs equal
 the baseline's. Fastest of --runs runs per configuration. Prints a table and writes JSON.
 
-    .venv/bin/python benchmarks/cpu_speedups.py --model work/small/ger-eng/nmt/gru-seed1-* \\
-        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz
+    .venv/bin/python benchmarks/cpu_speedups.py --model work/medium/ger-eng/nmt/gru-seed1-* \\
+        --source work/medium/ger-eng/subwords/newstest2016-*/bpe.de.gz
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", type=Path, default=None, help="default: results/benchmarks/cpu_speedups_<arch>.json")
-    p.set_defaults(random_vocab=0, architecture="gru", profile="small")
+    p.set_defaults(random_vocab=0, architecture="gru", profile="medium")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     ensemble, vocab, model_info = load_model(args)

@@ -1,6 +1,6 @@
 """Benchmark: the same Transformer decoded by CTranslate2 and by our batched beam decoder, fp32 and int8, on the CPU.
 
-The model (--model: an averaged Transformer, e.g. the AverageCheckpoints artifact of the small profile; else random
+The model (--model: an averaged Transformer, e.g. the AverageCheckpoints artifact of the medium profile; else random
 weights at the --profile's sizes) is exported with pipeline/nmt/export_ct2.py. Both sides decode the same BPE
 sentences in the same batches (--batch-sentences, sorted by length), with the same beam, raw scores (no length
 penalty) and the same threads, and both stop a sentence the same way: CTranslate2 without length or coverage
@@ -20,8 +20,8 @@ OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (as in beam_speed.py), whi
 meaningful but slows both runtimes' many small parallel regions, CTranslate2's most. On a quiet machine, also run
 with OMP_WAIT_POLICY=ACTIVE (docs/benchmarks/decoding-speed.md reports both).
 
-    .venv/bin/python benchmarks/ct2_speed.py --model work/small/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
-        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
+    .venv/bin/python benchmarks/ct2_speed.py --model work/medium/ger-eng/nmt-average/transformer-seed1-*/model.pt \\
+        --source work/medium/ger-eng/subwords/newstest2016-*/bpe.de.gz --threads 2
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", nargs="+", help="a Transformer checkpoint / artifact folder (default: random weights)")
-    p.add_argument("--profile", default="small", help="sizes of the random-weight model")
+    p.add_argument("--profile", default="medium", help="sizes of the random-weight model")
     p.add_argument("--random-vocab", type=int, default=8000)
     p.add_argument("--source", help="BPE source lines (default: synthetic sentences)")
     p.add_argument("--sentences", type=int, default=200)

@@ -1,7 +1,7 @@
 """Benchmark: one beam search stepped with T threads against T searches in T processes of one thread each.
 
 Why `lmbr serve` decodes in processes of one thread (pipeline/deploy/decoder_process.py): the same sources,
-decoded by `decode_sources` (beam 4, sorted batches of 16) with a GRU of the small profile's sizes and fixed random
+decoded by `decode_sources` (beam 4, sorted batches of 16) with a GRU of the medium profile's sizes and fixed random
 weights (the speed of a step does not depend on what the weights learned), (a) with 1 thread, (b) with T threads,
 (c) split into T interleaved parts decoded at once by T processes of one thread each (wall time until the last
 ends). Median of --runs runs, the three alternating. Prints the times and the speed-ups and writes JSON.
@@ -24,7 +24,7 @@ from common import machine  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 
 SIZES = {"src_vocab_size": 6900, "tgt_vocab_size": 5833, "embed_size": 256, "hidden_size": 256,
-         "attention_size": 256}  # the small profile's eng-ger GRU
+         "attention_size": 256}  # the medium profile's eng-ger GRU
 
 
 def child(threads: int, part: int, parts: int, sentences: int) -> None:

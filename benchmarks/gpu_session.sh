@@ -12,7 +12,7 @@ export PYTHONUNBUFFERED=1 TQDM_DISABLE=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -m pytest -q -p no:cacheprovider -k "cuda or half or fp16 or bf16" \
     tests/pipeline/decode/test_beam_search.py tests/pipeline/nmt/test_precision.py 2>&1 | tail -15
-for profile in small paper; do
+for profile in medium paper; do
   timeout 90 python3 benchmarks/nmt_train.py --device cuda --profile "$profile" --runs 3 --warmup 5 --updates 15 \
       --work-dir /nonexistent --synthetic-vocab 50000 --out "$out/nmt_train_$profile.json"
 done

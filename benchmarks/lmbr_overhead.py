@@ -8,10 +8,10 @@ seconds, words per minute, decoder steps (rows advanced, summed over steps) and 
 ratio is the per-step overhead of gathering and adding L (LMBR changes the outputs, hence the number of steps).
 Each configuration is timed --runs times, the fastest kept. Prints a table and writes JSON.
 
-    .venv/bin/python benchmarks/lmbr_overhead.py --model work/small/ger-eng/nmt/gru-seed1-* \\
-        --source work/small/ger-eng/subwords/newstest2016-*/bpe.de.gz \\
-        --lattices work/small/ger-eng/pbmt/newstest2016-* \\
-        --codes work/small/ger-eng/bpe/bpe-*/codes.en --vocab work/small/ger-eng/vocab/vocab-*/vocab.en.json
+    .venv/bin/python benchmarks/lmbr_overhead.py --model work/medium/ger-eng/nmt/gru-seed1-* \\
+        --source work/medium/ger-eng/subwords/newstest2016-*/bpe.de.gz \\
+        --lattices work/medium/ger-eng/pbmt/newstest2016-* \\
+        --codes work/medium/ger-eng/bpe/bpe-*/codes.en --vocab work/medium/ger-eng/vocab/vocab-*/vocab.en.json
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/lmbr_overhead.json")
-    p.set_defaults(random_vocab=0, architecture="gru", profile="small")
+    p.set_defaults(random_vocab=0, architecture="gru", profile="medium")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
 

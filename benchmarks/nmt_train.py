@@ -1,7 +1,7 @@
 """Benchmark: NMT training throughput (target tokens per second) of the GRU and Transformer models, against an
 earlier commit's trainer side by side, with the loss curves of both.
 
-Models at a profile's sizes (default: small), trained with the pipeline's own Trainer.train_step (Adam, label
+Models at a profile's sizes (default: medium), trained with the pipeline's own Trainer.train_step (Adam, label
 smoothing, clipping) on token-count batches of the profile's size. Each timed run is a fresh process that builds a
 fresh model, does --warmup untimed updates, then --updates timed ones. With --baseline REF the same runs are also
 made with the trainer of commit REF (its pipeline/ and configs/ from `git archive`), alternating run by run with
@@ -16,7 +16,7 @@ torch.compile (the profile's `compile = true`), in fp32 and, where native, bf16;
 untimed updates, so that compiling and the recompiles of the first batch shapes stay out of the timing.
 
 Data: the BPE training text and vocabularies of a translation task when a work folder holds them (ApplyBPE and
-BuildVocab artifacts, e.g. after `luigi --module tasks BuildVocab --task-name chi-eng --profile small`),
+BuildVocab artifacts, e.g. after `luigi --module tasks BuildVocab --task-name chi-eng --profile medium`),
 else synthetic sentences (random ids, lengths drawn like the real ones: 5-60 tokens).
 
     .venv/bin/python benchmarks/nmt_train.py --threads 2 --runs 3 --work-dir work --task chi-eng \
@@ -338,7 +338,7 @@ def dev_bleu(task: str, profile: str, work_dir: Path, architecture: str, threads
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="small")
+    parser.add_argument("--profile", default="medium")
     parser.add_argument("--architectures", default="gru,transformer")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N] (the paper's setting is a GPU)")

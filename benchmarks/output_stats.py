@@ -6,7 +6,7 @@ the share of repeated 4-grams in the output (a 4-gram the same line has already 
 model exploiting per-step gains): LNMT's length ratio and its repeated 4-grams against PBMT's. Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/output_stats.py --profile tiny --tasks all
-    .venv/bin/python benchmarks/output_stats.py --profile small --tasks ger-eng --out results/benchmarks/x.json
+    .venv/bin/python benchmarks/output_stats.py --profile medium --tasks ger-eng --out results/benchmarks/x.json
 """
 from __future__ import annotations
 

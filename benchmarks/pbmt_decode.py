@@ -1,6 +1,6 @@
 """Benchmark: PBMT decoding speed (source words per minute) with and without lattice output, and lattice sizes.
 
-By default it decodes the small profile's de-en tuning set (ger-eng `dev`, newstest2013) with the small profile's
+By default it decodes the medium profile's de-en tuning set (ger-eng `dev`, newstest2013) with the medium profile's
 phrase table, KenLM model and MERT weights (default weights when TunePBMT has not run), all located as Luigi
 artifacts under --work-dir (``--build`` builds what is missing). Explicit ``--table/--lm/--weights/--input``
 paths override. The compiled search and the Python reference search run alternately (``--engines``, ``--runs``;

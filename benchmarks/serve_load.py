@@ -10,7 +10,7 @@ of each phase of the Server-Timing headers. Then the latency of one --probe-word
 Prints a table and writes JSON.
 
     .venv/bin/python benchmarks/serve_load.py --system systems/eng-ger/LNMT \\
-        --input work/small/eng-ger/tokenized/newstest2016-*/raw.en.gz --sentences 1000 --threads 2
+        --input work/medium/eng-ger/tokenized/newstest2016-*/raw.en.gz --sentences 1000 --threads 2
 """
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ split's BPE source and reference:
 
 Prints a table and writes JSON.
 
-    .venv/bin/python benchmarks/shrunken_ensemble.py --system work/small/eng-ger/nmt-system/FNMT-*/system.json \\
-        --source work/small/eng-ger/subwords/newstest2016-*/bpe.en.gz \\
-        --reference work/small/eng-ger/subwords/newstest2016-*/bpe.de.gz --threads 2
+    .venv/bin/python benchmarks/shrunken_ensemble.py --system work/medium/eng-ger/nmt-system/FNMT-*/system.json \\
+        --source work/medium/eng-ger/subwords/newstest2016-*/bpe.en.gz \\
+        --reference work/medium/eng-ger/subwords/newstest2016-*/bpe.de.gz --threads 2
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--source", type=Path, required=True, help="BPE source lines (.gz)")
     parser.add_argument("--reference", type=Path, required=True, help="BPE reference lines (.gz)")
     parser.add_argument("--sentences", type=int, default=1000)
-    parser.add_argument("--profile", default="small", help="its [decode] batching and CPU speed-ups")
+    parser.add_argument("--profile", default="medium", help="its [decode] batching and CPU speed-ups")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--threshold", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=2)

@@ -2,8 +2,8 @@
 
 Tropical determinisation keeps one state per distinct set of (lattice state, residual cost) pairs a prefix can
 reach, and on long sentences with many reorderings that set explodes: a KFTT lattice of 48,675 states
-determinises to 5.7 million (3 GB in OpenFst; the forward pass over its n-gram histories took the small run past
-23 GB). The bound used here:
+determinises to 5.7 million (3 GB in OpenFst; the forward pass over its n-gram histories took a 1000-sentence
+run past 23 GB). The bound used here:
 
 - the *margin* of an arc (or final state) is how much more than the lattice's best path the best complete path
   through it costs; ``prune(lattice, m)`` keeps the arcs and final states of margin <= m (OpenFst's ``prune``:

@@ -50,7 +50,8 @@ class PipelineTask(luigi.Task):
     """A stage of one translation task under one profile. Subclasses set `stage` and write `build()`."""
 
     task_name = luigi.Parameter(description="translation task: ger-eng, eng-ger, chi-eng, eng-jpn, jpn-eng")
-    profile = luigi.Parameter(config_path=_setting("profile"), description="scale profile: tiny, small, medium, paper")
+    profile = luigi.Parameter(config_path=_setting("profile"),
+                              description="scale profile: tiny, medium, paper-rehearsal, paper")
     # Folders that decide what is built or where are part of Luigi's task id; caches and tools are not.
     work_dir = luigi.Parameter(config_path=_setting("work_dir"), description="folder of all artifacts")
     data_dir = luigi.OptionalParameter(default=None, config_path=_setting("data_dir"),
@@ -69,7 +70,7 @@ class PipelineTask(luigi.Task):
     # changes the artifact, so that reruns rebuild it (tasks/versions.py, tests/tasks/test_stage_versions.py).
     version: ClassVar[int] = 1
     parallel: ClassVar[bool] = False  # uses `processes` processes or threads (alignment, phrases, decoding, NMT)
-    memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate for the small profile)
+    memory_mb: ClassVar[int] = 1000   # memory to reserve while it runs (an estimate at the medium profile's data sizes)
     batch: ClassVar[bool] = False     # heavy: runs as a batch job when luigi.cfg's [cluster] scheduler is not local
     shardable: ClassVar[bool] = False  # defines build_shard / merge_shards: [cluster] decode_shards jobs
 

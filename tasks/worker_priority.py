@@ -2,7 +2,7 @@
 
 Luigi hands a free worker the ready task of highest `priority` (ties: the one added first). Left at 0, the tasks
 of the first report run before those of the next, so the last translation task's whole chain (its NMT training,
-tuning and decodings, one after another) ran at the end of a small-profile run with the other worker idle. Here
+tuning and decodings, one after another) ran at the end of a run of all five tasks with the other worker idle. Here
 every task's priority is its upward rank, as in list scheduling (HEFT, Topcuoglu et al. 2002): its own expected
 minutes plus the largest rank among the tasks that need it. The heads of long chains (alignment, NMT training)
 then start first on every translation task, and what is left at the end is short leaves (decodings, BLEU).
@@ -15,8 +15,8 @@ from typing import Hashable, Iterable, Mapping, Sequence
 
 import luigi
 
-#: Expected build minutes of one artifact of each stage (folder name), from the small profile's stage-time table
-#: on a 2-core machine (results/small/stage_times.md of 0.9.0 divided by the artifacts of each stage). Only their ratios
+#: Expected build minutes of one artifact of each stage (folder name), measured on a 2-core run of all five tasks of
+#: the former small profile (its stage_times.md of 0.9.0 divided by the artifacts of each stage). Only their ratios
 #: matter; a stage not listed counts as DEFAULT_MINUTES.
 STAGE_MINUTES: Mapping[str, float] = {
     "tokenized": 0.1, "truecaser": 0.1, "truecased": 0.05, "bpe": 0.9, "subwords": 0.1, "vocab": 0.02,

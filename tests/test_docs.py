@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 PROFILES = configs.available("profiles")
 _ALT = "|".join(sorted(map(re.escape, PROFILES), key=len, reverse=True))
-# a profile name in backquotes, or as an item of a plain list: "(tiny, small, ...)", "tiny, small or medium"
+# a profile name in backquotes, or as an item of a plain list: "(tiny, medium, ...)", "tiny, medium or paper"
 _QUOTED = re.compile(rf"`({_ALT})`")
 _LISTED = re.compile(rf"(?<![\w-])({_ALT})(?=, |\)| or | and )|(?<=, )({_ALT})(?![\w-])|(?<=\()({_ALT})(?![\w-])")
 
@@ -49,10 +49,10 @@ def test_every_profile_has_a_row_in_the_profile_table(page):
 
 
 def test_the_list_detector_can_fail():
-    assert profiles_named("| `--profile` | `tiny`, `small`, `paper` or `paper-rehearsal` |") == {
-        "tiny", "small", "paper", "paper-rehearsal"}
-    assert profiles_named("scale profile (tiny, small, medium, paper)") == {"tiny", "small", "medium", "paper"}
-    assert profiles_named("the paper's corpora on a small machine") == set()
+    assert profiles_named("| `--profile` | `tiny`, `medium`, `paper` or `paper-rehearsal` |") == {
+        "tiny", "medium", "paper", "paper-rehearsal"}
+    assert profiles_named("scale profile (tiny, medium, paper)") == {"tiny", "medium", "paper"}
+    assert profiles_named("the paper's corpora on a medium machine") == set()
 
 
 def _nav_pages(nav) -> list[str]:

@@ -11,7 +11,7 @@ TuneLMBR's choice for the tuned lambda; with `--point at-lambda` (the default), 
 best on the tuning set at the lambda and gain form given (among the points its race kept longest), so that every
 setting is still chosen on the tuning set, for the lambda measured.
 
-    .venv/bin/python benchmarks/experiments/lnmt_lambda.py --profile small --task ger-eng --lambda 0.001 \\
+    .venv/bin/python benchmarks/experiments/lnmt_lambda.py --profile medium --task ger-eng --lambda 0.001 \\
         --out results/benchmarks/lnmt_lambda_small_ger-eng.json
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ def best_at_lambda(tuning, nmt_lambda: float, gains: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--profile", default="small")
+    p.add_argument("--profile", default="medium")
     p.add_argument("--task", required=True)
     p.add_argument("--system", choices=("LNMT", "LTNMT"), default="LNMT")
     p.add_argument("--split", help="the split (default: the task's devtest)")

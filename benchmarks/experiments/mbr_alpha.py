@@ -25,7 +25,7 @@ from pipeline.io import write_json  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", required=True)
-    p.add_argument("--profile", default="small")
+    p.add_argument("--profile", default="medium")
     p.add_argument("--work-dir", default="work")
     p.add_argument("--alphas", default="0.25,0.5,1,2,4")
     p.add_argument("--processes", type=int, default=1)

@@ -10,8 +10,8 @@ It takes two DecodePBMT artifacts of the same split: ``--baseline`` (the profile
   and n-best lists as the stage does, alternately ``--runs`` times in ``--processes`` processes: the median words
   per minute of each, their ratio, and the lattice sizes.
 
-    .venv/bin/python benchmarks/experiments/pbmt_reordering.py --baseline work/small/eng-ger/pbmt/newstest2016-<hash> \\
-        --reordering work/small/eng-ger/pbmt/newstest2016-<hash> --sentences 300 --runs 3 --stack-limit 200
+    .venv/bin/python benchmarks/experiments/pbmt_reordering.py --baseline work/medium/eng-ger/pbmt/newstest2016-<hash> \\
+        --reordering work/medium/eng-ger/pbmt/newstest2016-<hash> --sentences 300 --runs 3 --stack-limit 200
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ search itself would give the string. A line of another output that scores higher
 error of the system: its search missed a string that its objective prefers. Prints, per other output, how many
 sentences it wins, the mean score difference, and each output's BLEU; writes JSON.
 
-    .venv/bin/python benchmarks/experiments/search_errors.py --profile small --task ger-eng --system LNMT \\
-        LNMT=work/small/ger-eng/nmt-decode/LNMT-newstest2016-*/bpe.en MBR=work/small/ger-eng/lattice-mbr/MBR-*/bpe.en \\
+    .venv/bin/python benchmarks/experiments/search_errors.py --profile medium --task ger-eng --system LNMT \\
+        LNMT=work/medium/ger-eng/nmt-decode/LNMT-newstest2016-*/bpe.en MBR=work/medium/ger-eng/lattice-mbr/MBR-*/bpe.en \\
         --out results/benchmarks/search_errors_small_ger-eng.json
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ def forced_scores(task, outputs: list[list[str]], lines: int) -> list[list[float
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("outputs", nargs="+", metavar="NAME=PATH", help="BPE outputs: the system's own first")
-    p.add_argument("--profile", default="small")
+    p.add_argument("--profile", default="medium")
     p.add_argument("--task", required=True)
     p.add_argument("--system", choices=("LNMT", "LTNMT"), default="LNMT")
     p.add_argument("--split", help="the evaluated split (default: the task's devtest)")

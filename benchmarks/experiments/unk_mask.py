@@ -95,7 +95,7 @@ def devtest(common: dict, system: str, split: str, masked: bool) -> tuple[list[s
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", required=True)
-    p.add_argument("--profile", default="small")
+    p.add_argument("--profile", default="medium")
     p.add_argument("--work-dir", default="work")
     p.add_argument("--system", default="LNMT", choices=("LNMT", "LTNMT"))
     p.add_argument("--splits", default="tune,devtest", help="tune, devtest or both")

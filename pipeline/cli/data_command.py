@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("data", help="fetch the data a profile reads (training, tuning and devtest splits)")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     fetch = actions.add_parser("fetch", help="find or fetch every split of the profile's tasks; print where each is")
-    fetch.add_argument("--profile", default="small", help="profile whose data to fetch (default: small)")
+    fetch.add_argument("--profile", default="medium", help="profile whose data to fetch (default: medium)")
     fetch.add_argument("--tasks", nargs="+", default=None, help="task configs (default: all of them)")
     fetch.add_argument("--data-dir", default=None, help=f"local data folder looked in first (default: ${DATA_DIR_ENV})")
     fetch.add_argument("--cache-dir", default="cache", help="download cache, as luigi.cfg's cache_dir (default: cache)")

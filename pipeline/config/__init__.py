@@ -1,7 +1,7 @@
 """Translation-task configs and scale profiles: TOML files loaded and validated once.
 
 `configs/tasks/<name>.toml` describes one translation task (languages, data splits, tokenizers, BPE, LM order;
-task_settings.py); `configs/profiles/<name>.toml` says how big everything is (tiny, small, paper;
+task_settings.py); `configs/profiles/<name>.toml` says how big everything is (tiny, medium, paper;
 profile_settings.py). Both are read into frozen dataclasses (toml_tables.py); an unknown key, a value of the wrong
 type or out of range, or a missing file raises ConfigError naming the file and the key.
 """

@@ -1,5 +1,5 @@
-"""Scale profiles (`configs/profiles/<name>.toml`): how big everything is (tiny, small, paper), as frozen
-dataclasses, each with the checks of its own values (`problems`)."""
+"""Scale profiles (`configs/profiles/<name>.toml`): how big everything is (tiny, medium, paper), as
+frozen dataclasses, each with the checks of its own values (`problems`)."""
 from __future__ import annotations
 
 import dataclasses

@@ -4,8 +4,8 @@ Unconstrained LMBR decoding (LNMT, LTNMT) scores a hypothesis y by lambda * log 
 searches all strings of the target vocabulary with a beam. The beam compares hypotheses of one length, so under L it
 keeps those that earn the lattice's surest n-grams first and loses those that spend their first steps on a clause L
 is less sure of: the n-grams of that clause are then left unearned, because no later position fits them. On ger-eng
-(small profile) the lattice MBR string scores higher than the search's own output, under the search's own objective,
-on 42% of the devtest sentences (docs/benchmarks/posteriors-and-lmbr.md).
+(models of the former small profile, a few hundred updates) the lattice MBR string scores higher than the search's own
+output, under the search's own objective, on 42% of the devtest sentences (docs/benchmarks/posteriors-and-lmbr.md).
 
 Anchoring adds a second copy of each sentence to the same run: the same models, the same L, and the acceptor hook
 (pipeline/decode/constraints.py) at weight 0, so that copy searches the strings of the sentence's PBMT lattice under

@@ -21,9 +21,9 @@ of the n-grams each hypothesis has earned ([R, K], -1 padded), reordered with th
 
 BOS is never an output. Every lattice path starts with ``<s>`` (lattices/units.py maps it to bos_id, so that the
 history [BOS] is a row of L), so the unigram ``<s>`` has posterior 1 and L pays its gain in every row. A weak NMT
-model at a small lambda does not hold the search back from collecting it, and ``<s>`` then appeared inside the
-outputs (120 of the 1000 small eng-ger LNMT devtest lines, cutting words: "fre<s> die Beziehung ..."). The hook
-sets BOS to -inf; no other token is masked (the pure NMT search masks none, as greedy decoding).
+model at a small lambda does not hold the search back from collecting it, and ``<s>`` then appeared inside the outputs
+(120 of 1000 eng-ger LNMT devtest lines of the former small profile, cutting words: "fre<s> die Beziehung ..."). The
+hook sets BOS to -inf; no other token is masked (the pure NMT search masks none, as greedy decoding).
 """
 from __future__ import annotations
 

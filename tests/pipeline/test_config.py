@@ -29,7 +29,7 @@ def edit_config(tmp_path: Path, relative: str, old: str, new: str) -> Path:
 
 def test_all_five_tasks_and_five_profiles_load():
     assert config.available("tasks") == PAPER_TASKS
-    assert config.available("profiles") == ["medium", "paper", "paper-rehearsal", "small", "tiny"]
+    assert config.available("profiles") == ["medium", "paper", "paper-rehearsal", "tiny"]
     directions = {(t.source, t.target) for t in map(config.load_task, PAPER_TASKS)}
     assert directions == {("de", "en"), ("en", "de"), ("zh", "en"), ("en", "ja"), ("ja", "en")}
     ger_eng = config.load_task("ger-eng")
@@ -123,7 +123,7 @@ def test_named_data_sources_are_checked(tmp_path):
 
 
 def test_the_training_data_source_is_the_folder_but_for_the_paper_profile(tmp_path):
-    assert [config.load_profile(p).data.train_source for p in ("tiny", "small", "paper")] == \
+    assert [config.load_profile(p).data.train_source for p in ("tiny", "medium", "paper")] == \
         ["folder", "folder", "corpora"]
     assert "train_source" not in config.load_profile("paper").data.hashed()  # the data stage hashes the corpora
     folder = edit_config(tmp_path, "profiles/paper.toml", 'train_source = "corpora"', 'train_source = "web"')
@@ -141,116 +141,116 @@ def test_split_key_names_the_config_key():
 
 def test_a_task_caps_the_training_pairs_of_a_named_profile_only(tmp_path):
     jpn, ger = config.load_task("jpn-eng"), config.load_task("ger-eng")
-    small, tiny = config.load_profile("small"), config.load_profile("tiny")
-    assert small.data.train_pairs == 0 and jpn.data_for(small).train_pairs == 100000
-    assert jpn.data_for(tiny) == tiny.data and ger.data_for(small) == small.data  # no cap: the same settings
-    folder = edit_config(tmp_path, "tasks/jpn-eng.toml", "small = 100000", "small = 0")
-    with pytest.raises(ConfigError, match="'train_pairs.small' must be at least 1"):
+    medium, tiny = config.load_profile("medium"), config.load_profile("tiny")
+    assert medium.data.train_pairs == 0 and jpn.data_for(medium).train_pairs == 100000
+    assert jpn.data_for(tiny) == tiny.data and ger.data_for(medium) == medium.data  # no cap: the same settings
+    folder = edit_config(tmp_path, "tasks/jpn-eng.toml", "medium = 100000", "medium = 0")
+    with pytest.raises(ConfigError, match="'train_pairs.medium' must be at least 1"):
         config.load_task("jpn-eng", folder)
 
 
 def test_variants_of_table2_load_and_are_validated(tmp_path):
-    small = config.load_profile("small")
-    assert set(small.variants) == {"research", "accelerated"}
-    accelerated = small.variant("accelerated")
+    medium = config.load_profile("medium")
+    assert set(medium.variants) == {"research", "accelerated"}
+    accelerated = medium.variant("accelerated")
     assert (accelerated.beam, accelerated.lmbr_nbest, accelerated.threshold, accelerated.single_model) == \
         (4, 200, 0.01, True)
-    research = small.variant("research")
+    research = medium.variant("research")
     assert accelerated.searches_as_tuned() and not accelerated.tuned_choices  # its own 200-best, the tuned search
     assert research.searches_as_tuned() and research.tuned_choices and not research.tuned_search
     with pytest.raises(ConfigError, match=r"no \[variants.fast\]"):
-        small.variant("fast")
-    folder = edit_config(tmp_path, "profiles/small.toml", "lmbr_nbest = 200", "lmbr_nbest = -1")
+        medium.variant("fast")
+    folder = edit_config(tmp_path, "profiles/medium.toml", "lmbr_nbest = 200", "lmbr_nbest = -1")
     with pytest.raises(ConfigError, match="'variants.accelerated.lmbr_nbest' must not be negative"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_variants_set_pbmt_limits_and_the_nbest_list_or_keep_the_profiles(tmp_path):
-    small = config.load_profile("small")
-    accelerated, research = small.variant("accelerated"), small.variant("research")
+    medium = config.load_profile("medium")
+    accelerated, research = medium.variant("accelerated"), medium.variant("research")
     assert (accelerated.pbmt_stack_limit, accelerated.pbmt_distortion_limit, accelerated.pbmt_options_per_phrase,
             accelerated.pbmt_nbest) == (5, 3, 5, 0)
     assert (research.pbmt_stack_limit, research.pbmt_options_per_phrase, research.pbmt_nbest) == (0, 0, -1)
-    folder = edit_config(tmp_path / "a", "profiles/small.toml", "pbmt_options_per_phrase = 5 ",
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "pbmt_options_per_phrase = 5 ",
                          "pbmt_options_per_phrase = -5 ")
     with pytest.raises(ConfigError, match="'variants.accelerated.pbmt_options_per_phrase' must not be negative"):
-        config.load_profile("small", folder)
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", "pbmt_nbest = 0 ", "pbmt_nbest = -2 ")
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", "pbmt_nbest = 0 ", "pbmt_nbest = -2 ")
     with pytest.raises(ConfigError, match="'variants.accelerated.pbmt_nbest' must be -1"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_alphas_of_the_lmbr_grid_must_be_positive(tmp_path):
-    assert config.load_profile("small").lmbr.alphas(1.0) == (1.0,)  # none listed: the lattices' alpha only
+    assert config.load_profile("medium").lmbr.alphas(1.0) == (1.0,)  # none listed: the lattices' alpha only
     assert config.load_profile("paper").lmbr.alphas(1.0) == (0.5, 1.0)
-    folder = edit_config(tmp_path, "profiles/small.toml", "grid_alpha = []", "grid_alpha = [1.0, 0.0]")
+    folder = edit_config(tmp_path, "profiles/medium.toml", "grid_alpha = []", "grid_alpha = [1.0, 0.0]")
     with pytest.raises(ConfigError, match="'lmbr.grid_alpha' must list positive values"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_a_negative_evidence_state_bound_is_refused(tmp_path):
-    folder = edit_config(tmp_path, "profiles/small.toml", "max_evidence_states = 100000", "max_evidence_states = -1")
+    folder = edit_config(tmp_path, "profiles/medium.toml", "max_evidence_states = 100000", "max_evidence_states = -1")
     with pytest.raises(ConfigError, match="'lmbr.max_evidence_states' must not be negative"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_gain_forms_are_checked_and_the_grid_defaults_to_the_untuned_form(tmp_path):
-    assert config.load_profile("small").lmbr.gain_forms() == ("per_step", "bounded")
-    folder = edit_config(tmp_path / "a", "profiles/small.toml", 'grid_gains = ["per_step", "bounded"]',
+    assert config.load_profile("medium").lmbr.gain_forms() == ("per_step", "bounded")
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", 'grid_gains = ["per_step", "bounded"]',
                          "grid_gains = []")
-    assert config.load_profile("small", folder).lmbr.gain_forms() == ("per_step",)
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", 'gains = "per_step"', 'gains = "once"')
+    assert config.load_profile("medium", folder).lmbr.gain_forms() == ("per_step",)
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", 'gains = "per_step"', 'gains = "once"')
     with pytest.raises(ConfigError, match="'lmbr.gains' must be one of per_step, bounded"):
-        config.load_profile("small", folder)
-    folder = edit_config(tmp_path / "c", "profiles/small.toml", 'grid_gains = ["per_step", "bounded"]',
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "c", "profiles/medium.toml", 'grid_gains = ["per_step", "bounded"]',
                          'grid_gains = ["bounded", "twice"]')
     with pytest.raises(ConfigError, match="'lmbr.grid_gains' must list gain forms"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_searches_are_checked_and_without_a_grid_the_profile_s_search_is_the_only_one(tmp_path):
-    assert config.load_profile("small").lmbr.search_forms() == ("free", "anchored")
+    assert config.load_profile("medium").lmbr.search_forms() == ("free", "anchored")
     assert config.load_profile("tiny").lmbr.search_forms() == ("free",)
-    folder = edit_config(tmp_path / "a", "profiles/small.toml", 'grid_search = ["free", "anchored"]',
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", 'grid_search = ["free", "anchored"]',
                          'grid_search = ["free", "everywhere"]')
     with pytest.raises(ConfigError, match="'lmbr.grid_search' must list searches of free, anchored"):
-        config.load_profile("small", folder)
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", 'grid_search = ["free", "anchored"]',
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", 'grid_search = ["free", "anchored"]',
                          'grid_search = []\nsearch = "wide"')
     with pytest.raises(ConfigError, match="'lmbr.search' must be one of free, anchored"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_a_patience_below_one_is_refused(tmp_path):
-    assert config.load_profile("small").lmbr.patience == 4.0
-    folder = edit_config(tmp_path, "profiles/small.toml", "patience = 4.0", "patience = 0.5")
+    assert config.load_profile("medium").lmbr.patience == 4.0
+    folder = edit_config(tmp_path, "profiles/medium.toml", "patience = 4.0", "patience = 0.5")
     with pytest.raises(ConfigError, match="'lmbr.patience' must be at least 1"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_race_checkpoints_must_rise_within_the_tuning_sentences(tmp_path):
-    lmbr = config.load_profile("small").lmbr
+    lmbr = config.load_profile("medium").lmbr
     assert (lmbr.race_sentences, lmbr.race_keep) == ((25, 50), 0.3333)
     assert config.load_profile("tiny").lmbr.race_sentences == ()  # no race: the full grid
-    for name, bad in (("a", "[50, 25]"), ("b", "[25, 100]"), ("c", "[0, 50]")):
-        folder = edit_config(tmp_path / name, "profiles/small.toml", "race_sentences = [25, 50]",
+    for name, bad in (("a", "[50, 25]"), ("b", "[25, 300]"), ("c", "[0, 50]")):
+        folder = edit_config(tmp_path / name, "profiles/medium.toml", "race_sentences = [25, 50]",
                              f"race_sentences = {bad}")
         with pytest.raises(ConfigError, match="'lmbr.race_sentences' must list increasing prefixes"):
-            config.load_profile("small", folder)
-    folder = edit_config(tmp_path / "d", "profiles/small.toml", "race_keep = 0.3333", "race_keep = 0.0")
+            config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "d", "profiles/medium.toml", "race_keep = 0.3333", "race_keep = 0.0")
     with pytest.raises(ConfigError, match=r"'lmbr.race_keep' must be in \(0, 1\]"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path):
     assert config.load_profile("tiny").pbmt.reordering == "distance"  # a profile that does not set it
     assert config.load_profile("paper").pbmt.reordering == "msd-bidirectional-fe"  # Moses' standard model
-    folder = edit_config(tmp_path / "a", "profiles/small.toml", "workers = 2  ",
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "workers = 2  ",
                          'reordering = "msd-bidirectional-fe"\nworkers = 2  ')
-    assert config.load_profile("small", folder).pbmt.reordering == "msd-bidirectional-fe"
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", "workers = 2  ", 'reordering = "msd"\nworkers = 2  ')
+    assert config.load_profile("medium", folder).pbmt.reordering == "msd-bidirectional-fe"
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", "workers = 2  ", 'reordering = "msd"\nworkers = 2  ')
     with pytest.raises(ConfigError, match="key 'pbmt.reordering' must be one of 'distance', 'msd-bidirectional-fe'"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_every_profile_decodes_with_the_speed_features_on_and_early_exit_needs_raw_scores(tmp_path):
@@ -258,25 +258,25 @@ def test_every_profile_decodes_with_the_speed_features_on_and_early_exit_needs_r
         decode = config.load_profile(name).decode
         assert decode.early_exit and decode.ancestry_cache and decode.precompute_embeddings, name
         assert decode.hashed()["early_exit"] is decode.hashed()["ancestry_cache"] is True
-    folder = edit_config(tmp_path, "profiles/small.toml", "early_exit = true", "early_exit = false")
-    assert "early_exit" not in config.load_profile("small", folder).decode.hashed()  # off: the ids of before
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", "length_penalty = 0.0", "length_penalty = 1.0")
+    folder = edit_config(tmp_path, "profiles/medium.toml", "early_exit = true", "early_exit = false")
+    assert "early_exit" not in config.load_profile("medium", folder).decode.hashed()  # off: the ids of before
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", "length_penalty = 0.0", "length_penalty = 1.0")
     with pytest.raises(ConfigError, match="'decode.early_exit' needs raw scores"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_gradient_accumulation_and_the_transformer_dropouts_are_checked(tmp_path):
     paper = config.load_profile("paper").nmt.transformer
     assert paper.training.update_freq * paper.training.max_tokens >= 24000  # the paper's ~25k tokens an update
-    small = config.load_profile("small").nmt.transformer
-    assert small.attention_dropout == small.activation_dropout == 0.0 and small.training.update_freq == 1
-    folder = edit_config(tmp_path / "a", "profiles/small.toml", "max_updates = 400 ",
-                         "update_freq = 0\nmax_updates = 400 ")
+    medium = config.load_profile("medium").nmt.transformer
+    assert medium.attention_dropout == medium.activation_dropout == 0.0 and medium.training.update_freq == 1
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "max_updates = 5000 ",
+                         "update_freq = 0\nmax_updates = 5000 ")
     with pytest.raises(ConfigError, match="'nmt.transformer.training.update_freq' must be at least 1"):
-        config.load_profile("small", folder)
-    folder = edit_config(tmp_path / "b", "profiles/small.toml", "attention_dropout = 0.0", "attention_dropout = 1.5")
+        config.load_profile("medium", folder)
+    folder = edit_config(tmp_path / "b", "profiles/medium.toml", "attention_dropout = 0.0", "attention_dropout = 1.5")
     with pytest.raises(ConfigError, match="'nmt.transformer.attention_dropout' must be in"):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 def test_a_linear_schedule_needs_max_updates_above_its_warm_up(tmp_path):
@@ -303,9 +303,9 @@ def test_a_linear_schedule_needs_max_updates_above_its_warm_up(tmp_path):
     ("target_word_dropout = 1.5", "'nmt.transformer.target_word_dropout' must be in \\[0, 1\\)"),
 ])
 def test_the_low_resource_regularisers_are_probabilities(tmp_path, setting, message):
-    folder = edit_config(tmp_path, "profiles/small.toml", "[nmt.transformer]\n", f"[nmt.transformer]\n{setting}\n")
+    folder = edit_config(tmp_path, "profiles/medium.toml", "[nmt.transformer]\n", f"[nmt.transformer]\n{setting}\n")
     with pytest.raises(ConfigError, match=message):
-        config.load_profile("small", folder)
+        config.load_profile("medium", folder)
 
 
 @pytest.mark.parametrize("setting, message", [
@@ -313,11 +313,11 @@ def test_the_low_resource_regularisers_are_probabilities(tmp_path, setting, mess
     ('distillation_variant = "fast"', "'nmt.transformer.training.distillation_variant' names no \\[variants.fast\\]"),
 ])
 def test_distillation_names_a_known_teacher_and_variant(tmp_path, setting, message):
-    folder = edit_config(tmp_path, "profiles/small.toml", "[nmt.transformer.training]\n",
+    folder = edit_config(tmp_path, "profiles/medium.toml", "[nmt.transformer.training]\n",
                          f"[nmt.transformer.training]\n{setting}\n")
     with pytest.raises(ConfigError, match=message):
-        config.load_profile("small", folder)
-    assert config.load_profile("small").nmt.transformer.training.distillation == "none"
+        config.load_profile("medium", folder)
+    assert config.load_profile("medium").nmt.transformer.training.distillation == "none"
 
 
 def test_a_task_may_name_a_pretrained_model_by_hub_name_or_folder(tmp_path):

@@ -9,13 +9,13 @@ def write_signature(folder, **params):
 
 
 def test_artifact_param_reads_the_nearest_signature_above_a_file(tmp_path):
-    artifact = tmp_path / "work" / "small" / "ger-eng" / "nmt" / "transformer-seed1-abc"
-    write_signature(artifact, profile="small", stage="nmt")
+    artifact = tmp_path / "work" / "medium" / "ger-eng" / "nmt" / "transformer-seed1-abc"
+    write_signature(artifact, profile="medium", stage="nmt")
     write_signature(tmp_path / "work", profile="outer")
     model = artifact / "checkpoints" / "checkpoint-00000100.pt"
     model.parent.mkdir(parents=True)
     model.write_bytes(b"weights")
-    assert artifact_param(model, "profile") == ("small", artifact / "signature.json")
+    assert artifact_param(model, "profile") == ("medium", artifact / "signature.json")
     assert artifact_param(artifact, "stage") == ("nmt", artifact / "signature.json")
     assert artifact_param(model, "seed") is None  # the nearest signature lacks the key: no guess from further up
 

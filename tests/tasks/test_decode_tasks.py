@@ -211,10 +211,10 @@ def test_lmbr_tuning_chooses_lambda_p_r_on_the_tune_set_and_lnmt_uses_them(tmp_p
 
 
 def test_table2s_research_variant_decodes_with_its_systems_tuned_choices_and_the_accelerated_its_own(tmp_path):
-    """The small profile's research LNMT takes TuneSearch's search form and TuneLMBR's evidence space (the grid's full
+    """The medium profile's research LNMT takes TuneSearch's search form and TuneLMBR's evidence space (the grid's full
     lattice or 200-best), as Table 1's LNMT does; the accelerated one keeps its 200-best but searches as TuneSearch
     chose (tuned_search)."""
-    params = {**shared_params(tmp_path, tmp_path / "data"), "profile": "small", "task_name": "eng-ger"}
+    params = {**shared_params(tmp_path, tmp_path / "data"), "profile": "medium", "task_name": "eng-ger"}
     table1 = DecodeLNMT(split="newstest2016", **params)
     research = DecodeLNMT(split="newstest2016", variant="research", **params)
     accelerated = DecodeLNMT(split="newstest2016", variant="accelerated", **params)

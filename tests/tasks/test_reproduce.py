@@ -49,7 +49,7 @@ def test_eval_set_by_split_name(tmp_path, data_dir):
     (["--systems", "SMT"], "unknown system(s) SMT"),
     (["--eval-set", "newstest2099"], "split 'newstest2099' is not named in [splits]"),
     (["--profile", "huge"],
-     "huge.toml: no such config file (known profiles: medium, paper, paper-rehearsal, small, tiny)"),
+     "huge.toml: no such config file (known profiles: medium, paper, paper-rehearsal, tiny)"),
 ])
 def test_bad_arguments_are_clear_errors(tmp_path, data_dir, capsys, args, message):
     assert main(["--data-dir", str(data_dir), "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "o"),

@@ -186,7 +186,7 @@ def test_a_model_of_an_artifact_decodes_with_its_profiles_settings(setup, tmp_pa
     assert translate(setup, tmp_path, "--timings", str(timings), models=[model]) == 0
     assert (json.loads(timings.read_text())["beam"], json.loads(timings.read_text())["batch_sentences"]) == (12, 16)
     assert "the paper profile's [decode] settings" in capsys.readouterr().err
-    assert translate(setup, tmp_path, "--timings", str(timings), "--profile", "small", models=[model]) == 0
+    assert translate(setup, tmp_path, "--timings", str(timings), "--profile", "medium", models=[model]) == 0
     assert json.loads(timings.read_text())["batch_sentences"] == 16 and json.loads(timings.read_text())["beam"] == 4
     assert translate(setup, tmp_path, "--timings", str(timings)) == 0
     assert (json.loads(timings.read_text())["beam"], json.loads(timings.read_text())["batch_sentences"]) == (4, 8)

@@ -108,7 +108,7 @@ def test_the_tiny_profile_has_its_data_in_the_repository():
     folder = bundle_dir("tiny")
     assert folder == BUNDLE_DIR / "tiny"
     verify_bundle(folder)
-    assert bundle_dir("small") is None  # the small profile's data comes by name (or from a data folder)
+    assert bundle_dir("medium") is None  # the medium profile's data comes by name (or from a data folder)
 
 
 @pytest.mark.parametrize("name", config.available("tasks"))

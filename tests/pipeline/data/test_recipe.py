@@ -185,7 +185,7 @@ def test_the_recipes_give_every_split_the_small_profile_reads():
 def test_data_fetch_offline_names_the_real_recipes_blocks_and_urls(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MT_OFFLINE", "1")
     monkeypatch.delenv("MT_DATA_DIR", raising=False)
-    assert lmbr(["data", "fetch", "--profile", "small", "--tasks", "chi-eng", "--cache-dir", str(tmp_path)]) == 2
+    assert lmbr(["data", "fetch", "--profile", "medium", "--tasks", "chi-eng", "--cache-dir", str(tmp_path)]) == 2
     error = capsys.readouterr().err
     assert "block 'WMT newstest2018 (zh-en direction)' of zh-en/train" in error
     assert raw_url("Helsinki-NLP/OPUS-MT-testsets", "ac0f19c0be3cb4e0d9450fcb2d7a9847c4bdd180",
@@ -200,7 +200,7 @@ def test_data_fetch_prints_where_each_split_was_found(tmp_path, monkeypatch, cap
     for split in (task.splits.train, task.splits.tune, *task.splits.devtest):
         for lang in (task.source, task.target):
             (folder / f"{split}.{lang}.gz").write_bytes(gzipped("a\n"))
-    assert lmbr(["data", "fetch", "--profile", "small", "--tasks", "ger-eng", "--data-dir", str(tmp_path / "data"),
+    assert lmbr(["data", "fetch", "--profile", "medium", "--tasks", "ger-eng", "--data-dir", str(tmp_path / "data"),
                  "--cache-dir", str(tmp_path / "cache")]) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert rows == [["ger-eng", split, str(folder)] for split in ("train", "dev", *task.splits.devtest)]

@@ -52,6 +52,6 @@ def test_no_speedup_returns_the_model_itself():
 def test_the_speedups_of_a_profile_and_of_an_export_made_before_a_setting_existed():
     from pipeline.config import load_profile
 
-    assert CpuSpeedups.of(load_profile("small").decode) == CpuSpeedups(precompute_embeddings=True,
+    assert CpuSpeedups.of(load_profile("medium").decode) == CpuSpeedups(precompute_embeddings=True,
                                                                         ancestry_cache=True)
     assert CpuSpeedups.of({"precompute_embeddings": True}) == CpuSpeedups(precompute_embeddings=True)

@@ -96,8 +96,8 @@ def test_a_folder_of_another_profile_or_evaluation_set_is_not_merged_into(first_
     check_mergeable(load_inputs(first_run), "tiny", "devtest", first_run)
     with pytest.raises(PipelineError, match="holds the report of profile tiny on the devtest sets, not tiny on tune"):
         check_mergeable(load_inputs(first_run), "tiny", "tune", first_run)
-    with pytest.raises(PipelineError, match="not small on devtest: choose another --out"):
-        check_mergeable(load_inputs(first_run), "small", "devtest", first_run)
+    with pytest.raises(PipelineError, match="not medium on devtest: choose another --out"):
+        check_mergeable(load_inputs(first_run), "medium", "devtest", first_run)
 
 
 def test_a_folder_without_report_inputs_gives_its_scores_and_figures(first_run):
@@ -105,5 +105,5 @@ def test_a_folder_without_report_inputs_gives_its_scores_and_figures(first_run):
     old = load_inputs(first_run)
     assert old.profile == "" and old.tasks == ["ger-eng", "eng-ger"] and old.systems == ["PBMT", "LNMT"]
     assert len(old.records) == 7 and [name for name, _ in old.figures] == ["figure2_eng-ger_FNMT.json"]
-    check_mergeable(old, "small", "tune", first_run)  # nothing to check it against
+    check_mergeable(old, "medium", "tune", first_run)  # nothing to check it against
     assert load_inputs(first_run / "nothing") is None

@@ -13,7 +13,7 @@ def signature(folder, seconds):
 
 
 def test_stage_times_sum_the_runs_artifacts_per_stage_in_pipeline_order(tmp_path):
-    profile = tmp_path / "small"
+    profile = tmp_path / "medium"
     seed1 = signature(profile / "ger-eng" / "nmt" / "gru-seed1-aa", 300.0)
     seed2 = signature(profile / "ger-eng" / "nmt" / "gru-seed2-bb", 306.0)
     align = signature(profile / "ger-eng" / "align" / "align-cc", 60.0)
