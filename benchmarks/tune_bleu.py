@@ -11,6 +11,9 @@ beam `--beam` (the profile's output limits, batches of 16) and scores them two w
 - `bleu_truecased_tokens`: sacrebleu with `tokenize="none"` of the merged BPE output against the truecased,
   tokenized reference, the measure of the one-off comparisons made before this script.
 
+`--outputs DIR` keeps each setting's detokenized output (`average<k>_lp<alpha>.<target>`), for a paired bootstrap
+between two models (`sacrebleu REF -i A B --paired-bs`).
+
     .venv/bin/python benchmarks/tune_bleu.py --profile medium --task ger-eng --architecture transformer \
         --data-dir DATA_FOLDER --average 4 1 --length-penalty 0 1 --out results/benchmarks/tune_bleu_x.json
 """
@@ -34,7 +37,7 @@ from pipeline.config import DecodeProfile, load_profile, load_task  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
 from pipeline.evaluation.bleu import corpus_bleu  # noqa: E402
-from pipeline.io import write_json  # noqa: E402
+from pipeline.io import write_json, write_lines  # noqa: E402
 from pipeline.nmt.average import average_checkpoints  # noqa: E402
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
 from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402
@@ -71,6 +74,8 @@ def score(args: argparse.Namespace, decode: DecodeProfile, checkpoints: list[Pat
         started = time.monotonic()
         result = translate_lines(sources, models, settings, target=processor, batch_sentences=16)
     merged = [" ".join(merge_bpe(line.split())) for line in result.bpe]
+    if args.outputs:
+        write_lines(args.outputs / f"average{len(checkpoints)}_lp{length_penalty:g}.{target}", result.text)
     return {"checkpoints": [p.name for p in checkpoints], "seconds": round(time.monotonic() - started, 1),
             "bleu": round(corpus_bleu(result.text, references, target).score, 2),
             "bleu_truecased_tokens": round(
@@ -95,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sentences", type=int, default=1000, help="the first N tuning sentences")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path, help="JSON: the scores, the machine and the settings")
+    p.add_argument("--outputs", type=Path, help="a folder for each setting's detokenized output")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
 

@@ -141,11 +141,20 @@ def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interr
                       ignore_errors=True)
 
 
-def test_tune_bleu_scores_a_models_checkpoints_and_their_average(tiny_run, run_benchmark):
+def test_tune_bleu_scores_a_models_checkpoints_and_their_average(tiny_run, run_benchmark, tmp_path):
     checkpoints = tiny_run.one("nmt/transformer-seed1-*") / "checkpoints"
     report = run_benchmark("tune_bleu", "--profile", "tiny", "--task", "ger-eng", "--work-dir", str(tiny_run.work_dir),
                            "--config-dir", str(tiny_run.config_dir), "--checkpoints", str(checkpoints),
-                           "--average", "1", "2", "--sentences", "8", "--threads", "1")
+                           "--average", "1", "2", "--sentences", "8", "--threads", "1", "--outputs", str(tmp_path))
     assert report["sentences"] == 8 and report["beam"] == 4
     assert [(r["average"], len(r["checkpoints"])) for r in report["results"]] == [(1, 1), (2, 2)]
     assert all(0 <= r["bleu"] <= 100 and 0 <= r["bleu_truecased_tokens"] <= 100 for r in report["results"])
+    from pipeline.config import load_task
+    from pipeline.evaluation.bleu import corpus_bleu
+    from pipeline.io import read_lines
+
+    tune = load_task("ger-eng", config_dir=tiny_run.config_dir).splits.tune
+    references = list(read_lines(tiny_run.one(f"tokenized/{tune}-*") / "raw.en.gz"))[:8]
+    for row in report["results"]:  # the kept output is the one scored
+        kept = list(read_lines(tmp_path / f"average{row['average']}_lp{row['length_penalty']:g}.en"))
+        assert len(kept) == 8 and corpus_bleu(kept, references, "en").score == pytest.approx(row["bleu"], abs=0.01)
