@@ -29,8 +29,8 @@ from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask, shard_bounds
-from tasks.data import ApplyBPE, TrainTruecaser, load_truecaser
-from tasks.nmt import NMTSystem, ShrinkEnsemble
+from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
+from tasks.nmt import ShrinkEnsemble
 from tasks.variants import VariantTask
 
 _LOG = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class DecodeNMT(VariantTask):
     def uses_gpu(self) -> bool:
         return default_device().type == "cuda"
     system: ClassVar[str] = ""      # the row of the table
-    models: ClassVar[str] = ""      # the NMTSystem whose models decode (FNMT or TNMT)
+    models: ClassVar[str] = ""      # the NMTSystem whose models decode (FNMT or TNMT), or PNMT: the pretrained model
     lmbr: ClassVar[bool] = False    # add the split's L matrices (BuildLMatrix) at every step
     constrained: ClassVar[bool] = False  # keep the search in the strings of the PBMT lattices (BuildAcceptors)
 
@@ -55,29 +55,27 @@ class DecodeNMT(VariantTask):
         return f"{self.system}-{super().label()}"
 
     def requires(self) -> dict[str, PipelineTask]:
-        required = {"system": self.system_task(), "subwords": self.clone(ApplyBPE),
-                    "truecaser": self.clone(TrainTruecaser)}
-        if self.constrained:
-            from tasks.lmatrix import BuildAcceptors
+        from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage
 
-            required["acceptors"] = self.clone(BuildAcceptors)
+        pretrained = self.models == PRETRAINED
+        required = {"system": self.system_task(), "truecaser": self.clone(TrainTruecaser),
+                    **({"raw": self.clone(TokenizeSplit)} if pretrained else {"subwords": self.clone(ApplyBPE)})}
+        if self.constrained:
+            required["acceptors"] = self.clone(acceptor_stage(self.models))
             if self.profile_config.lmbr.tune:
                 from tasks.tuning import TuneRescoring
 
                 required["rescoring"] = self.clone(TuneRescoring, models=self.models, lmbr=self.lmbr)
         if self.lmbr:
-            from tasks.lmatrix import BuildLMatrix
-
-            required["lmatrix"] = self.clone(BuildLMatrix)
-            if not self.constrained:  # the words of <unk> outputs from the lattice
+            required["lmatrix"] = self.clone(lmatrix_stage(self.models))
+            if not self.constrained and not pretrained:  # the words of <unk> outputs from the lattice
                 from tasks.lmatrix import restorer_inputs
 
                 required["words"] = restorer_inputs(self)
             if self.anchoring():
-                from tasks.lmatrix import BuildAcceptors
                 from tasks.tuning import TuneSearch
 
-                required["acceptors"] = self.clone(BuildAcceptors)
+                required["acceptors"] = self.clone(acceptor_stage(self.models))
                 if self.profile_config.lmbr.tune and len(self.profile_config.lmbr.search_forms()) > 1:
                     required["search"] = self.clone(TuneSearch, models=self.models)
             if self.profile_config.lmbr.tune:
@@ -89,7 +87,7 @@ class DecodeNMT(VariantTask):
                 # (the -lat systems and Table 2's variants without tuned_choices keep their own evidence space)
                 lmbr = self.profile_config.lmbr
                 nbests = (-1,) if self.keeps_own_evidence() else nbest_choices(lmbr)
-                others = {(alpha, nbest): lmatrix_for(self, alpha, self.tuned_nbest(nbest))
+                others = {(alpha, nbest): lmatrix_for(self, alpha, self.tuned_nbest(nbest), lmatrix_stage(self.models))
                           for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbests}
                 others = {key: task for key, task in others.items() if task != required["lmatrix"]}
                 if others:
@@ -173,8 +171,11 @@ class DecodeNMT(VariantTask):
         return self.models == "FNMT" and variant is not None and variant.single_model and variant.shrunken
 
     def system_task(self) -> PipelineTask:
-        """The NMT system that decodes: the profile's FNMT or TNMT, or the shrunken FNMT ensemble."""
-        return self.clone(ShrinkEnsemble) if self.shrunken() else self.clone(NMTSystem, system=self.models)
+        """The NMT system that decodes: the profile's FNMT or TNMT, the shrunken FNMT ensemble, or the pretrained
+        model (PNMT)."""
+        from tasks.pretrained import nmt_system
+
+        return self.clone(ShrinkEnsemble) if self.shrunken() else nmt_system(self, self.models)
 
     def search(self) -> tuple[int, float]:
         """(beam, early-pruning threshold): the variant's, else the profile's."""
@@ -208,8 +209,10 @@ class DecodeNMT(VariantTask):
                                      vocab_size=len(models.tgt_vocab), gains=self.gains())
         constrain = None
         if self.constrained:
+            from tasks.pretrained import source_lengths
+
             acceptors = self.requires()["acceptors"].acceptors()
-            lengths = torch.tensor([len(line.split()) + 1 for line in subwords])
+            lengths = torch.tensor(source_lengths(models, subwords))
             limits = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b,
                                         position_limit(models.ensemble)).tolist()
 
@@ -258,13 +261,19 @@ class DecodeNMT(VariantTask):
         inputs, decode = self.requires(), self.profile_config.decode
         device = default_device()
         begin = time.perf_counter()
-        system_file = inputs["system"].artifact_dir() / "system.json"
-        speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
-        variant = self.variant_config()
-        members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
-        models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
+        if "raw" in inputs:  # the pretrained model: the raw lines through its own tokenizer
+            from tasks.pretrained import model_dir
+
+            models = load_models([model_dir(inputs["system"])], device, languages=(source, target))
+            lines = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{source}.gz"))
+        else:
+            system_file = inputs["system"].artifact_dir() / "system.json"
+            speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
+            variant = self.variant_config()
+            members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
+            models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
+            lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
         loaded = time.perf_counter()
-        lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
         first, last = shard_bounds(len(lines), shard, shards)
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
@@ -287,7 +296,9 @@ class DecodeNMT(VariantTask):
             result = translate_lines(lines[first:last], models, settings, processor, source=None,
                                      hook_factory=hooks, **batching)
         texts, restored = result.text, []
-        if self.constrained:  # outputs with <unk>: their words from the lattice path they follow
+        if models.pretrained:  # text from the model's own tokenizer: no <unk> to restore
+            pass
+        elif self.constrained:  # outputs with <unk>: their words from the lattice path they follow
             texts, restored = inputs["acceptors"].word_restorer().restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False))
         elif self.lmbr:  # the words L wrote as <unk>, from the lattice
@@ -403,3 +414,27 @@ class DecodeLTNMTLattice(DecodeNMT):
     system, models, lmbr, constrained = "LTNMT-lat", "TNMT", True, True
     version = 4  # 2: mu x the lattice's score; words of <unk> outputs from the lattice; 3: bounded gains' stop;
     # 4: with patience
+
+
+class DecodePNMT(DecodeNMT):
+    """PNMT: the pretrained model ([pretrained] model) alone, through our batched beam search."""
+
+    system, models = "PNMT", "PNMT"
+
+
+class DecodeLPNMT(DecodeNMT):
+    """LPNMT: the pretrained model with LMBR (the L of the split's PBMT lattices in the model's units)."""
+
+    system, models, lmbr = "LPNMT", "PNMT", True
+
+
+class DecodePNMTLattice(DecodeNMT):
+    """PNMT-lat: the pretrained model rescoring the PBMT lattice (the search kept in its strings)."""
+
+    system, models, constrained = "PNMT-lat", "PNMT", True
+
+
+class DecodeLPNMTLattice(DecodeNMT):
+    """LPNMT-lat: LPNMT kept in the strings of the PBMT lattice."""
+
+    system, models, lmbr, constrained = "LPNMT-lat", "PNMT", True, True

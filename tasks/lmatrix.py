@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import luigi
 
@@ -76,6 +76,14 @@ class BuildLMatrix(VariantTask):
     def nbest(self) -> int:
         return evidence_nbest(self)
 
+    def shard_job(self, paths: list[Path], theta: Theta, out_path: Path) -> tuple[Callable[..., dict], tuple]:
+        """(function, arguments) that write the posteriors and L of the lattice files `paths` into `out_path`."""
+        lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
+        return build_lmatrix_shard, (paths, inputs["codes"].artifact_dir() / f"codes.{target}",
+                                     inputs["vocab"].artifact_dir() / f"vocab.{target}.json", theta,
+                                     self.path_scale(), lmbr.semiring, self.nbest(), out_path, lmbr.order,
+                                     lmbr.engine, lmbr.max_evidence_states)
+
     def theta(self) -> Theta:
         """From the PBMT's cased BLEU precisions on the tuning set."""
         lmbr, target, inputs = self.profile_config.lmbr, self.config.target, self.requires()
@@ -85,23 +93,16 @@ class BuildLMatrix(VariantTask):
         return Theta.from_precisions(bleu.precisions, lmbr.theta_convention, lmbr.theta_t)
 
     def build(self, out: Path) -> dict[str, Any]:
-        lmbr, target = self.profile_config.lmbr, self.config.target
-        inputs = self.requires()
+        lmbr, inputs = self.profile_config.lmbr, self.requires()
         lattice_dir = inputs["lattices"].artifact_dir() / "lattices"
         paths = sorted(lattice_dir.glob("*.fst"), key=lambda p: int(p.stem))
         if self.sentences:
             paths = paths[:self.sentences]
         workers = max(1, min(self.processes, len(paths)))
         shards = [paths[k::workers] for k in range(workers)]
-        jobs = [(shard, inputs["codes"].artifact_dir() / f"codes.{target}",
-                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", self.theta(), self.path_scale(),
-                 lmbr.semiring, self.nbest(), out / f"shard-{k}.npz", lmbr.order, lmbr.engine,
-                 lmbr.max_evidence_states) for k, shard in enumerate(shards) if shard]
-        if len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
-                results = list(pool.map(build_lmatrix_shard, *zip(*jobs)))
-        else:
-            results = [build_lmatrix_shard(*job) for job in jobs]
+        theta = self.theta()
+        results = run_shard_jobs([self.shard_job(shard, theta, out / f"shard-{k}.npz")
+                                  for k, shard in enumerate(shards) if shard])
         return {
             "sentences": sum(r["sentences"] for r in results),
             "rows": sum(r["rows"] for r in results),
@@ -116,15 +117,25 @@ class BuildLMatrix(VariantTask):
         }
 
 
-def lmatrix_for(task: PipelineTask, alpha: float, nbest: int = -1, **overrides: Any) -> BuildLMatrix:
-    """BuildLMatrix of the task's split (and variant) under path scale alpha and over the evidence space `nbest`
-    (-1: the variant's or profile's); the lattices' own alpha ([pbmt] alpha) and the profile's evidence space are
-    the default artifact, shared with every task that tunes neither."""
-    own = task.profile_config.pbmt.alpha
-    default = task.clone(BuildLMatrix, alpha=0.0 if alpha == own else float(alpha), **overrides)
+def lmatrix_for(task: PipelineTask, alpha: float, nbest: int = -1, stage: type[BuildLMatrix] | None = None,
+                **overrides: Any) -> BuildLMatrix:
+    """BuildLMatrix (or the `stage` that replaces it: a pretrained model's units) of the task's split (and variant)
+    under path scale alpha and over the evidence space `nbest` (-1: the variant's or profile's); the lattices' own
+    alpha ([pbmt] alpha) and the profile's evidence space are the default artifact, shared with every task that
+    tunes neither."""
+    own, stage = task.profile_config.pbmt.alpha, stage or BuildLMatrix
+    default = task.clone(stage, alpha=0.0 if alpha == own else float(alpha), **overrides)
     if nbest < 0 or nbest == evidence_nbest(default):
         return default
-    return default.clone(BuildLMatrix, evidence=int(nbest))
+    return default.clone(stage, evidence=int(nbest))
+
+
+def run_shard_jobs(jobs: list[tuple[Callable[..., dict], tuple]]) -> list[dict]:
+    """The results of the (function, arguments) jobs, in order: in worker processes when there are several."""
+    if len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+            return [future.result() for future in [pool.submit(fn, *args) for fn, args in jobs]]
+    return [fn(*args) for fn, args in jobs]
 
 
 def evidence_nbest(task: VariantTask) -> int:
@@ -157,21 +168,22 @@ class BuildAcceptors(VariantTask):
                 "max_evidence_states": lmbr.max_evidence_states, **first}
 
     def build(self, out: Path) -> dict[str, Any]:
-        target, inputs, lmbr = self.config.target, self.requires(), self.profile_config.lmbr
+        inputs = self.requires()
         paths = sorted((inputs["lattices"].artifact_dir() / "lattices").glob("*.fst"), key=lambda p: int(p.stem))
         paths = paths[:self.sentences] if self.sentences else paths
         workers = max(1, min(self.processes, len(paths)))
-        jobs = [(paths[k::workers], inputs["codes"].artifact_dir() / f"codes.{target}",
-                 inputs["vocab"].artifact_dir() / f"vocab.{target}.json", evidence_nbest(self),
-                 out / f"acceptors-{k}.npz", lmbr.engine, lmbr.max_evidence_states) for k in range(workers)]
-        if len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
-                results = list(pool.map(build_acceptor_shard, *zip(*jobs)))
-        else:
-            results = [build_acceptor_shard(*job) for job in jobs]
+        results = run_shard_jobs([self.shard_job(paths[k::workers], out / f"acceptors-{k}.npz")
+                                  for k in range(workers)])
         return {"sentences": sum(r["sentences"] for r in results), "states": sum(r["states"] for r in results),
                 "arcs": sum(r["arcs"] for r in results),
                 "empty": sorted(s for r in results for s in r["empty"])}
+
+    def shard_job(self, paths: list[Path], out_path: Path) -> tuple[Callable[..., dict], tuple]:
+        """(function, arguments) that write the acceptors of the lattice files `paths` into `out_path`."""
+        target, inputs, lmbr = self.config.target, self.requires(), self.profile_config.lmbr
+        return build_acceptor_shard, (paths, inputs["codes"].artifact_dir() / f"codes.{target}",
+                                      inputs["vocab"].artifact_dir() / f"vocab.{target}.json", evidence_nbest(self),
+                                      out_path, lmbr.engine, lmbr.max_evidence_states)
 
     def acceptors(self) -> dict:
         """{sentence: Acceptor} of the built artifact."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,9 +29,10 @@ from pipeline.report.stage_times import write_stage_times
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
+from tasks.pretrained import PretrainedModel
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
 from tasks.worker_priority import prioritise, task_graph
-from tasks.systems import ALL_SYSTEMS, SYSTEM_NOTES, VARIANT_SYSTEMS
+from tasks.systems import ALL_SYSTEMS, PRETRAINED_SYSTEMS, SYSTEM_NOTES, TABLE_SYSTEMS, VARIANT_SYSTEMS
 log = logging.getLogger("reproduce-table")
 
 
@@ -42,8 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "default: luigi.cfg [lmbr] profile")
     p.add_argument("--tasks", default="all", help="comma-separated translation tasks, or 'all'")
     p.add_argument("--systems", default="all",
-                   help=f"comma-separated systems of {', '.join(ALL_SYSTEMS)}, 'all', "
-                        "or 'none' (data and LM only)")
+                   help=f"comma-separated systems of {', '.join(TABLE_SYSTEMS)}, 'all', "
+                        f"or 'none' (data and LM only); 'all' adds {', '.join(PRETRAINED_SYSTEMS)} for the tasks "
+                        "with a pretrained model")
+    p.add_argument("--pretrained-model", metavar="PATH",
+                   help="a transformers translation model (a folder, or a hub name in the Hugging Face cache) for "
+                        "every chosen task, in place of the task configs' [pretrained] model: the PNMT rows")
     p.add_argument("--table2-tasks", default="eng-ger",
                    help="tasks whose NMT systems are also decoded as the profile's [variants] (Table 2: research vs "
                         "accelerated; the paper's is eng-ger), 'all' or 'none'")
@@ -71,6 +77,27 @@ def build_parser() -> argparse.ArgumentParser:
 def default_out(profile: str, eval_set: str) -> str:
     """results/<profile> for the devtest sets, results/<profile>-<eval_set> for another evaluation set."""
     return f"results/{profile}" if eval_set == "devtest" else f"results/{profile}-{eval_set}"
+
+
+def model_argument(value: str) -> str:
+    """--pretrained-model as PretrainedModel's `model` takes it: a hub name (owner/name, not a folder here) as it
+    is; a folder as an absolute path (so that a missing one is named as a folder)."""
+    path = Path(value).expanduser()
+    if not path.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", value) and not value.startswith("."):
+        return value
+    return str(path.resolve())
+
+
+def task_systems(task: str, systems: list[str], has_model: bool, every: bool) -> list[str]:
+    """The systems of one task: the chosen ones, and with --systems all the pretrained ones when the task has a
+    model; a pretrained system chosen by name for a task without one is refused."""
+    if not has_model:
+        named = [s for s in systems if s in PRETRAINED_SYSTEMS]
+        if named:
+            raise PipelineError(f"{', '.join(named)} need a pretrained model, and the task {task} names none: set "
+                                "[pretrained] model in its config, or pass --pretrained-model")
+        return list(systems)
+    return list(systems) + [s for s in PRETRAINED_SYSTEMS if every and s not in systems]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -166,17 +193,25 @@ def run(args: argparse.Namespace) -> int:
                                                                               str(configs.CONFIG_DIR)))
     known = tuple(configs.available("tasks", config_dir))
     tasks = _choose(args.tasks, known, known, "task(s)")
-    systems = _choose(args.systems, ALL_SYSTEMS, ALL_SYSTEMS, "system(s)")
+    systems = _choose(args.systems, TABLE_SYSTEMS, ALL_SYSTEMS, "system(s)")
     for task in tasks:
         resolve_eval_split(configs.load_task(task, config_dir), args.eval_set)
+    if args.pretrained_model:
+        luigi.configuration.get_config().set("lmbr", "pretrained_model", model_argument(args.pretrained_model))
+    with_model = {t for t in tasks if args.pretrained_model or configs.load_task(t, config_dir).pretrained.model}
+    per_task = {t: task_systems(t, systems, t in with_model, args.systems == "all") for t in tasks}
+    systems = [s for s in TABLE_SYSTEMS if any(s in chosen for chosen in per_task.values())]
     shared = {k: v for k, v in (("profile", args.profile), ("work_dir", args.work_dir), ("data_dir", args.data_dir),
                                 ("config_dir", args.config_dir),
                                 ("processes", task_processes(args.processes, args.workers))) if v is not None}
     profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
     variants = tuple(configs.load_profile(profile, config_dir).variants)
     table2 = _choose(args.table2_tasks, known, tuple(tasks), "Table 2 task(s)")
-    reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(systems),
+    reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(per_task[t]),
                           variants=variants if t in table2 else (), **shared) for t in tasks]
+    for report in reports:  # a model that is not there: refused now, naming it and where it is named
+        if any(s in PRETRAINED_SYSTEMS for s in report.systems):
+            report.clone(PretrainedModel).folder()
     out = Path(args.out or default_out(profile, args.eval_set))
     previous = load_inputs(out)
     check_mergeable(previous, profile, args.eval_set, out)  # before the build, not after it
@@ -223,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         figures=[figure for report in reports for figure in report.speed_figures()],
         curves={label: curve for report in reports for label, curve in report.learning_curves().items()},
         guard_stops=guard_stops, graph=graph, provenance=provenance)
-    merged = merge(previous, this_run, system_order=ALL_SYSTEMS)
+    merged = merge(previous, this_run, system_order=TABLE_SYSTEMS)
     if previous is not None and not previous.profile:
         print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "
               "figures are kept, its other tables hold this run's tasks", file=sys.stderr)

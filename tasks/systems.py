@@ -7,8 +7,9 @@ line of the split) and whose signature stats may hold `timings` (seconds per pha
 from __future__ import annotations
 
 from tasks.data import SplitTask
-from tasks.decode import (DecodeFNMT, DecodeFNMTLattice, DecodeLNMT, DecodeLNMTLattice, DecodeLTNMT,
-                          DecodeLTNMTLattice, DecodeTNMT, DecodeTNMTLattice)
+from tasks.decode import (DecodeFNMT, DecodeFNMTLattice, DecodeLNMT, DecodeLNMTLattice, DecodeLPNMT,
+                          DecodeLPNMTLattice, DecodeLTNMT, DecodeLTNMTLattice, DecodePNMT, DecodePNMTLattice,
+                          DecodeTNMT, DecodeTNMTLattice)
 from tasks.mbr import DecodeLatticeMBR
 from tasks.smt import DecodePBMT
 
@@ -16,11 +17,17 @@ PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
 #: Lattice rescoring (the paper's section 4.2, after Stahlberg et al. 2016) and lattice MBR (Tromble et al. 2008).
 LATTICE_SYSTEMS = ("FNMT-lat", "LNMT-lat", "TNMT-lat", "LTNMT-lat", "MBR")
 ALL_SYSTEMS = PAPER_SYSTEMS + LATTICE_SYSTEMS
+#: The rows of a pretrained `transformers` model (the task config's [pretrained] model, or reproduce-table
+#: --pretrained-model), built beside ALL_SYSTEMS only when a model is named.
+PRETRAINED_SYSTEMS = ("PNMT", "LPNMT", "PNMT-lat", "LPNMT-lat")
+#: Every row a table may have, in the tables' order.
+TABLE_SYSTEMS = ALL_SYSTEMS + PRETRAINED_SYSTEMS
 #: The systems Table 2 decodes as research and accelerated variants.
 VARIANT_SYSTEMS = ("FNMT", "LNMT", "TNMT", "LTNMT")
 #: The pure NMT system whose models each NMT-containing system decodes with.
 NMT_MODELS_OF = {**{s: "FNMT" for s in ("FNMT", "LNMT", "FNMT-lat", "LNMT-lat")},
-                 **{s: "TNMT" for s in ("TNMT", "LTNMT", "TNMT-lat", "LTNMT-lat")}}
+                 **{s: "TNMT" for s in ("TNMT", "LTNMT", "TNMT-lat", "LTNMT-lat")},
+                 **{s: "PNMT" for s in PRETRAINED_SYSTEMS}}
 #: What each row of Table 1 is (the report's legend).
 SYSTEM_NOTES = {
     "PBMT": "phrase-based decoder with a KenLM 5-gram, MERT-tuned; writes the lattices",
@@ -36,20 +43,29 @@ SYSTEM_NOTES = {
     "LTNMT-lat": "LTNMT rescoring the PBMT lattice, as LNMT-lat",
     "MBR": "lattice MBR: the PBMT lattice's string of highest expected linear gain under L, no NMT (Tromble et al. "
            "2008; theta's p and r tuned on the tuning set)",
+    "PNMT": "the pretrained transformers model of [pretrained] model (MarianMT, M2M100/NLLB) alone, through the "
+            "same batched beam search",
+    "LPNMT": "PNMT with LMBR: the L of the PBMT lattice in the model's SentencePiece units added at every step "
+             "(lambda from [lmbr] grid_pretrained_lambda, p, r, gain form and search tuned as LNMT's)",
+    "PNMT-lat": "PNMT rescoring the PBMT lattice, as FNMT-lat (mu tuned on the tuning set)",
+    "LPNMT-lat": "LPNMT rescoring the PBMT lattice, as LNMT-lat",
 }
 #: The baselines each system is compared with by paired bootstrap resampling.
 # Every hybrid against PBMT and its own NMT system; every NMT-containing hybrid also against lattice MBR, which uses
 # the lattice alone: "does the NMT add anything to the lattice?"; the NMT systems against PBMT.
 BASELINES = {"FNMT": ("PBMT",), "TNMT": ("PBMT",), "LNMT": ("PBMT", "FNMT", "MBR"), "LTNMT": ("PBMT", "TNMT", "MBR"), "FNMT-lat": ("PBMT", "FNMT", "MBR"),
              "LNMT-lat": ("PBMT", "FNMT", "MBR"), "TNMT-lat": ("PBMT", "TNMT", "MBR"),
-             "LTNMT-lat": ("PBMT", "TNMT", "MBR"), "MBR": ("PBMT",)}
+             "LTNMT-lat": ("PBMT", "TNMT", "MBR"), "MBR": ("PBMT",), "PNMT": ("PBMT",),
+             "LPNMT": ("PBMT", "PNMT", "MBR"), "PNMT-lat": ("PBMT", "PNMT", "MBR"),
+             "LPNMT-lat": ("PBMT", "PNMT", "MBR")}
 
 
 def translation_tasks() -> dict[str, type[SplitTask]]:
     """The systems built in this version, by name."""
     return {"PBMT": DecodePBMT, "FNMT": DecodeFNMT, "LNMT": DecodeLNMT, "TNMT": DecodeTNMT, "LTNMT": DecodeLTNMT,
             "FNMT-lat": DecodeFNMTLattice, "LNMT-lat": DecodeLNMTLattice, "TNMT-lat": DecodeTNMTLattice,
-            "LTNMT-lat": DecodeLTNMTLattice, "MBR": DecodeLatticeMBR}
+            "LTNMT-lat": DecodeLTNMTLattice, "MBR": DecodeLatticeMBR, "PNMT": DecodePNMT, "LPNMT": DecodeLPNMT,
+            "PNMT-lat": DecodePNMTLattice, "LPNMT-lat": DecodeLPNMTLattice}
 
 
 def translation_task(system: str) -> type[SplitTask]:
@@ -63,7 +79,7 @@ def comparisons(systems: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
     """{baseline: the systems compared with it}: every chosen hybrid against PBMT and against its NMT system, every
     NMT-containing hybrid against lattice MBR, and the NMT systems against PBMT (BASELINES)."""
     pairs: dict[str, list[str]] = {}
-    for system in ALL_SYSTEMS:
+    for system in TABLE_SYSTEMS:
         if system in systems:
             for baseline in BASELINES.get(system, ()):
                 if baseline in systems:

@@ -38,8 +38,8 @@ from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
-from tasks.lmatrix import BuildAcceptors, lmatrix_for, restorer_inputs, word_restorer
-from tasks.nmt import NMTSystem
+from tasks.lmatrix import lmatrix_for, restorer_inputs, word_restorer
+from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage, model_dir, nmt_system, source_lengths
 
 
 #: TuneLMBR's record of the chosen point, its theta and every grid point's BLEU.
@@ -59,24 +59,32 @@ class TuneLMBR(PipelineTask):
     # 3: ... up to patience x B finished; 4: BOS is never an output of LMBR decoding; 5: outputs scored with the
     # words of <unk> from the lattice
     parallel, memory_mb = True, 3000
-    models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
+    models = luigi.Parameter(description="FNMT, TNMT or PNMT (the pretrained model): the NMT that LMBR decoding "
+                                         "uses")
 
     def label(self) -> str:
         return self.models
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
-        return {"system": self.clone(NMTSystem, system=self.models),
-                "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, split=tune, sentences=tuning_end(lmbr))
+        stage = lmatrix_stage(self.models)
+        return {"system": nmt_system(self, self.models),
+                "lmatrix": {(alpha, nbest): lmatrix_for(self, alpha, nbest, stage, split=tune,
+                                                        sentences=tuning_end(lmbr))
                             for alpha in lmbr.alphas(self.profile_config.pbmt.alpha) for nbest in nbest_choices(lmbr)},
-                "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
-                "truecaser": self.clone(TrainTruecaser), "words": restorer_inputs(self, split=tune)}
+                "raw": self.clone(TokenizeSplit, split=tune), "truecaser": self.clone(TrainTruecaser),
+                **source_inputs(self, self.models, split=tune)}
+
+    def lambdas(self) -> tuple[float, ...]:
+        """The lambda grid: [lmbr] grid_pretrained_lambda for the pretrained model, else grid_lambda."""
+        lmbr = self.profile_config.lmbr
+        return lmbr.grid_pretrained_lambda if self.models == PRETRAINED else lmbr.grid_lambda
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
         alphas = {"grid_alpha": lmbr.grid_alpha} if lmbr.grid_alpha else {}  # none: the artifacts of before
         nbests = {"grid_nbest": lmbr.grid_nbest} if lmbr.grid_nbest else {}
-        return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": lmbr.grid_lambda,
+        return {"models": self.models, "sentences": lmbr.tune_sentences, "grid_lambda": self.lambdas(),
                 "grid_p": lmbr.grid_p, "grid_r": lmbr.grid_r, **alphas, **nbests, "gains": lmbr.gain_forms(),
                 "patience": lmbr.patience, "decode": self.profile_config.decode.hashed(), **race_params(lmbr),
                 **window_params(lmbr)}
@@ -94,7 +102,7 @@ class TuneLMBR(PipelineTask):
         stores = {evidence: LMatrixStore(sorted(task.artifact_dir().glob("shard-*.npz")))
                   for evidence, task in inputs["lmatrix"].items()}
         start = next(iter(inputs["lmatrix"].values())).theta()  # theta does not depend on alpha
-        restorer = word_restorer(inputs["words"], target)  # DecodeLNMT's words of <unk>, as in its outputs
+        restorer = restorer_of(inputs)  # DecodeLNMT's words of <unk>, as in its outputs
         first = lmbr.tune_window().start
 
         def translate(point: GridPoint, span: range) -> list[str]:
@@ -109,10 +117,9 @@ class TuneLMBR(PipelineTask):
                                       patience=lmbr.patience)
             result = translate_lines(lines[span.start:span.stop], models, settings, processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=factory)
-            return restorer.restore(ids, result.bpe, result.text,
-                                    lambda words: processor.postprocess(words, subword=False), paths=False)[0]
+            return restored(restorer, ids, result, processor, paths=False)
 
-        best, results = tune_lmbr_in_stages(start.p, start.r, lmbr.grid_lambda, lmbr.grid_p, lmbr.grid_r,
+        best, results = tune_lmbr_in_stages(start.p, start.r, self.lambdas(), lmbr.grid_p, lmbr.grid_r,
                                             lmbr.alphas(self.profile_config.pbmt.alpha), lmbr.gain_forms(),
                                             translate, prefix_bleu(references, target), len(lines),
                                             nbests=nbest_choices(lmbr), checkpoints=lmbr.race_sentences,
@@ -133,7 +140,7 @@ class TuneSearch(PipelineTask):
     stage = "search-tuning"
     version = 1
     parallel, memory_mb = True, 3000
-    models = luigi.Parameter(description="FNMT or TNMT: the NMT system that LMBR decoding uses")
+    models = luigi.Parameter(description="FNMT, TNMT or PNMT: the NMT that LMBR decoding uses")
 
     def label(self) -> str:
         return self.models
@@ -142,7 +149,7 @@ class TuneSearch(PipelineTask):
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         lmbr_tuning = self.clone(TuneLMBR, models=self.models)  # and what it decodes with
         return {**lmbr_tuning.requires(), "tuning": lmbr_tuning,
-                "acceptors": self.clone(BuildAcceptors, split=tune, sentences=tuning_end(lmbr))}
+                "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=tuning_end(lmbr))}
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
@@ -166,7 +173,7 @@ class TuneSearch(PipelineTask):
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=point.nmt_lambda, patience=lmbr.patience)
-        acceptors, restorer = inputs["acceptors"].acceptors(), word_restorer(inputs["words"], target)
+        acceptors, restorer = inputs["acceptors"].acceptors(), restorer_of(inputs)
         span = lmbr.tune_window()  # the split's sentence numbers of the lines
         bleu, from_lattice = {}, 0
 
@@ -183,9 +190,7 @@ class TuneSearch(PipelineTask):
             else:
                 result, lattice_lines = translate_lines(lines, models, settings, processor, source=None,
                                                         hook_factory=lmbr_factory(list(span)), **batching), []
-            texts = restorer.restore(span, result.bpe, result.text,
-                                     lambda words: processor.postprocess(words, subword=False),
-                                     paths=set(lattice_lines))[0]
+            texts = restored(restorer, span, result, processor, paths=set(lattice_lines))
             bleu[search] = corpus_bleu(texts, references, target).score
         if lmbr.tie_bleu > 0:  # within the tolerance, the free search (one beam, no lattice) is the simpler
             best = choose_search(bleu, lmbr.tie_bleu)
@@ -244,14 +249,41 @@ def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str
     """The tuning window's sentences of the tuning set ([lmbr] tune_start .. + tune_sentences: BPE source lines and
     raw references), the NMT system's models and the target postprocessing, from a tuning task's inputs (system,
     subwords, raw, truecaser)."""
-    target = task.config.target
-    lines, references = window_lines(task, inputs["subwords"].artifact_dir() / f"bpe.{task.config.source}.gz",
+    source, target = task.config.source, task.config.target
+    pretrained = "subwords" not in inputs  # the pretrained model reads the raw lines
+    lines, references = window_lines(task, inputs["raw" if pretrained else "subwords"].artifact_dir() /
+                                     (f"raw.{source}.gz" if pretrained else f"bpe.{source}.gz"),
                                      inputs["raw"].artifact_dir() / f"raw.{target}.gz")
-    models = load_models([inputs["system"].artifact_dir() / "system.json"], default_device())
+    if pretrained:
+        models = load_models([model_dir(inputs["system"])], default_device(), languages=(source, target))
+    else:
+        models = load_models([inputs["system"].artifact_dir() / "system.json"], default_device())
     tokenizer = get_tokenizer(task.config.languages[target].tokenizer, target, Path(task.cache_dir) / "tokenizers")
     processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                             target), bpe=None)
     return lines, references, models, processor
+
+
+def source_inputs(task: PipelineTask, models: str, **overrides: Any) -> dict[str, PipelineTask]:
+    """The source lines a tuning or decoding stage reads beside TokenizeSplit ("raw"): BPE subwords ("subwords")
+    and what restores the words of <unk> outputs ("words") for our models; none for the pretrained model, which
+    reads the raw lines and writes text."""
+    if models == PRETRAINED:
+        return {}
+    return {"subwords": task.clone(ApplyBPE, **overrides), "words": restorer_inputs(task, **overrides)}
+
+
+def restorer_of(inputs: dict) -> Any:
+    """The WordRestorer of a stage's inputs (restorer_inputs under "words"); None without them (pretrained)."""
+    return word_restorer(inputs["words"], inputs["truecaser"].config.target) if "words" in inputs else None
+
+
+def restored(restorer: Any, ids: Any, result: Any, processor: TextProcessor, **options: Any) -> list[str]:
+    """The outputs' texts, with the words of <unk> outputs from the lattice when there is a restorer."""
+    if restorer is None:
+        return result.text
+    return restorer.restore(ids, result.bpe, result.text, lambda words: processor.postprocess(words, subword=False),
+                            **options)[0]
 
 
 def window_lines(task: PipelineTask, *paths: Path) -> list[list[str]]:
@@ -275,21 +307,23 @@ class TuneRescoring(PipelineTask):
     version = 4  # 2: outputs with <unk> take their words from the lattice before they are scored; 3: bounded stop;
     # 4: bounded stop with patience
     parallel, memory_mb = True, 3000
-    models = luigi.Parameter(description="FNMT or TNMT: the NMT system that rescores the lattices")
-    lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat)")
+    models = luigi.Parameter(description="FNMT, TNMT or PNMT: the NMT that rescores the lattices")
+    lmbr = luigi.BoolParameter(default=False, description="add L (LNMT-lat, LTNMT-lat, LPNMT-lat)")
 
     def label(self) -> str:
         return f"{self.models}-lmbr" if self.lmbr else self.models
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
-        required = {"system": self.clone(NMTSystem, system=self.models),
-                    "acceptors": self.clone(BuildAcceptors, split=tune, sentences=tuning_end(lmbr)),
-                    "subwords": self.clone(ApplyBPE, split=tune), "raw": self.clone(TokenizeSplit, split=tune),
-                    "truecaser": self.clone(TrainTruecaser)}
+        required = {"system": nmt_system(self, self.models),
+                    "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=tuning_end(lmbr)),
+                    "raw": self.clone(TokenizeSplit, split=tune), "truecaser": self.clone(TrainTruecaser)}
+        if self.models != PRETRAINED:
+            required["subwords"] = self.clone(ApplyBPE, split=tune)
         if self.lmbr:
             required["lmbr"] = self.clone(TuneLMBR, models=self.models)
-            required["lmatrix"] = {alpha: lmatrix_for(self, alpha, split=tune, sentences=tuning_end(lmbr))
+            required["lmatrix"] = {alpha: lmatrix_for(self, alpha, -1, lmatrix_stage(self.models), split=tune,
+                                                      sentences=tuning_end(lmbr))
                                    for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)}
         return required
 
@@ -317,7 +351,7 @@ class TuneRescoring(PipelineTask):
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   patience=lmbr.patience)
         first = lmbr.tune_window().start
-        limits = max_output_lengths(torch.tensor([len(line.split()) + 1 for line in lines]), settings.max_length_a,
+        limits = max_output_lengths(torch.tensor(source_lengths(models, lines)), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
             # the -lat systems search the profile's evidence space (their acceptors'), with L of the same space
@@ -341,8 +375,7 @@ class TuneRescoring(PipelineTask):
                                      dataclasses.replace(settings, weight=point.nmt_lambda), processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort,
                                      hook_factory=chain_factories([scorer, constrain]))
-            return restorer.restore(ids, result.bpe, result.text,
-                                    lambda words: processor.postprocess(words, subword=False))[0]
+            return restored(restorer, ids, result, processor)
 
         p0, r0 = start.p, start.r
         best, results = race_grid(grid, translate, prefix_bleu(references, target), len(lines),

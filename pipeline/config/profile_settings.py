@@ -267,6 +267,8 @@ class LmbrProfile:
     tie_bleu: float = 0.0  # tuning BLEU within this of the best counts as a tie, won by the simpler point
     #                        (pipeline/decode/lmbr_tuning.py: simplicity); 0: off, the best point in grid order
     grid_lambda: tuple[float, ...] = (0.25, 0.5, 1.0)
+    grid_pretrained_lambda: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)  # lambda for the systems with a pretrained
+    #                                  model (LPNMT, LPNMT-lat: TuneLMBR(PNMT)), far stronger than its lattice
     grid_p: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's p
     grid_r: tuple[float, ...] = (-0.1, 0.0, 0.1)  # offsets added to the PBMT's r
     grid_alpha: tuple[float, ...] = ()  # path scales of the posteriors (empty: only the lattices', [pbmt] alpha)
@@ -333,6 +335,8 @@ class LmbrProfile:
                   ("tune_start", self.tune_start >= 0, "must not be negative"),
                   ("tie_bleu", self.tie_bleu >= 0, "must not be negative (0: no ties but exact ones)"),
                   ("grid_lambda", bool(self.grid_lambda) and min(self.grid_lambda) > 0, "must list positive values"),
+                  ("grid_pretrained_lambda", bool(self.grid_pretrained_lambda) and min(self.grid_pretrained_lambda) > 0,
+                   "must list positive values"),
                   ("grid_alpha", all(a > 0 for a in self.grid_alpha),
                    "must list positive values (or none: the lattices' alpha)"),
                   ("grid_mbr_alpha", all(a > 0 for a in self.grid_mbr_alpha),
