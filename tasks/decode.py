@@ -21,7 +21,7 @@ from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import HookFactory, chain_factories
 from pipeline.decode.scores import max_output_lengths
-from pipeline.decode.translate import LoadedModels, load_models, translate_lines
+from pipeline.decode.translate import LoadedModels, load_models, source_lengths, translate_lines
 from pipeline.io import read_json, read_lines, write_lines
 from pipeline.nmt.precision import decoding_half
 from pipeline.nmt.speedups import CpuSpeedups
@@ -209,10 +209,8 @@ class DecodeNMT(VariantTask):
                                      vocab_size=len(models.tgt_vocab), gains=self.gains())
         constrain = None
         if self.constrained:
-            from tasks.pretrained import source_lengths
-
             acceptors = self.requires()["acceptors"].acceptors()
-            lengths = torch.tensor(source_lengths(models, subwords))
+            lengths = torch.tensor(source_lengths(subwords, models))
             limits = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b,
                                         position_limit(models.ensemble)).tolist()
 

@@ -109,14 +109,6 @@ def nmt_system(task: PipelineTask, models: str) -> PipelineTask:
     return task.clone(PretrainedModel) if models == PRETRAINED else task.clone(NMTSystem, system=models)
 
 
-def source_lengths(models: Any, lines: list[str]) -> list[int]:
-    """The source lengths (with EOS) that the search's length limits are computed from: a pretrained model's ids of
-    each raw line, else the BPE line's subwords + 1."""
-    if models.pretrained:
-        return [len(models.src_vocab.encode_line(line)) if line.strip() else 1 for line in lines]
-    return [len(line.split()) + 1 for line in lines]
-
-
 @dataclass(frozen=True)
 class UnitMapping:
     """What maps a split's word lattices into the model's units, in a form a worker process can take: the model's

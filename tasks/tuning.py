@@ -31,7 +31,7 @@ from pipeline.decode.lmbr_hook import lmbr_hook_factory
 from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedStore, best_bleu, race_grid,
                                          rescoring_grid, simplicity, tune_lmbr_in_stages)
 from pipeline.errors import ConfigError
-from pipeline.decode.translate import LoadedModels, load_models, translate_lines
+from pipeline.decode.translate import LoadedModels, load_models, source_lengths, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, read_lines, write_json
 from pipeline.nmt.train import default_device
@@ -39,7 +39,7 @@ from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.lmatrix import lmatrix_for, restorer_inputs, word_restorer
-from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage, model_dir, nmt_system, source_lengths
+from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage, model_dir, nmt_system
 
 
 #: TuneLMBR's record of the chosen point, its theta and every grid point's BLEU.
@@ -351,7 +351,7 @@ class TuneRescoring(PipelineTask):
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   patience=lmbr.patience)
         first = lmbr.tune_window().start
-        limits = max_output_lengths(torch.tensor(source_lengths(models, lines)), settings.max_length_a,
+        limits = max_output_lengths(torch.tensor(source_lengths(lines, models)), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
             # the -lat systems search the profile's evidence space (their acceptors'), with L of the same space

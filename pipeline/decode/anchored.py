@@ -31,7 +31,7 @@ from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import HookFactory, chain_factories
 from pipeline.decode.scores import max_output_lengths
-from pipeline.decode.translate import LoadedModels, Translation, translate_lines
+from pipeline.decode.translate import LoadedModels, Translation, source_lengths, translate_lines
 from pipeline.text import TextProcessor
 from pipeline.text.bpe import merge_bpe
 
@@ -88,10 +88,10 @@ def translate_anchored(lines: Sequence[str], models: LoadedModels, settings: Sea
                        acceptors: Sequence[Acceptor | None],
                        warn: Callable[[int, str], None] = lambda index, reason: None,
                        **batching: Any) -> tuple[Translation, list[int]]:
-    """translate_lines of BPE `lines` (line i scored by the L of sentence_ids[i]) under anchored search, and the
-    lines (0-based) whose output came from the lattice copy. `batching`: translate_lines' batch_sentences, sort,
-    streaming and refill."""
-    lengths = torch.tensor([len(line.split()) + 1 for line in lines])
+    """translate_lines of BPE `lines` (raw lines for a pretrained model; line i scored by the L of sentence_ids[i])
+    under anchored search, and the lines (0-based) whose output came from the lattice copy. `batching`:
+    translate_lines' batch_sentences, sort, streaming and refill."""
+    lengths = torch.tensor(source_lengths(lines, models))
     limits = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b,
                                 position_limit(models.ensemble)).tolist()
     hooks = anchored_hooks(lmbr, sentence_ids, acceptors, limits, models.tgt_vocab.eos_id, warn)

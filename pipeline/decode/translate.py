@@ -40,7 +40,7 @@ from pipeline.text.bpe import merge_bpe
 from pipeline.vocab import Vocabulary
 
 __all__ = ["LoadedModels", "Translation", "format_nbest", "load_models", "model_files", "peak_memory",
-           "translate_lines"]
+           "source_lengths", "translate_lines"]
 
 
 @dataclass
@@ -127,6 +127,15 @@ def _load_pretrained(paths: Sequence[Path], device: torch.device, speedups: CpuS
     system = load_pretrained(paths[0], languages[0], languages[1], device, local_files_only=True,
                              offset=LABEL_OFFSET)
     return LoadedModels(Ensemble([system.model]), system.vocab, system.vocab, [Path(paths[0])], device)
+
+
+def source_lengths(lines: Sequence[str], models: LoadedModels) -> list[int]:
+    """The source length (with EOS) of each input line of translate_lines without `source`, as the search's length
+    limits read it: a pretrained model's ids of the raw line, else the BPE line's subwords + 1 (1 for an empty
+    line, which is never decoded)."""
+    if models.pretrained:
+        return [len(models.src_vocab.encode_line(line)) if line.strip() else 1 for line in lines]
+    return [len(line.split()) + 1 for line in lines]
 
 
 def peak_memory(device: torch.device) -> dict[str, Any]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 
 import pytest
 import torch
+from luigi.task_register import Register
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
@@ -19,7 +21,7 @@ from tasks.data import TokenizeSplit  # noqa: E402
 from tasks.pretrained import PretrainedModel, model_dir  # noqa: E402
 from tasks.systems import PRETRAINED_SYSTEMS, SYSTEM_NOTES, translation_task  # noqa: E402
 from tasks.reproduce import main  # noqa: E402
-from tasks.tuning import TuneLMBR, TuneRescoring  # noqa: E402
+from tasks.tuning import TuneLMBR, TuneRescoring, TuneSearch  # noqa: E402
 from tests.conftest import sentence_pairs, write_deen_folder  # noqa: E402
 from tests.pipeline.nmt.tiny_hf import tiny_marian  # noqa: E402
 from tests.tasks.helpers import shared_params  # noqa: E402
@@ -37,7 +39,7 @@ def with_model(configs_dir, model: str) -> None:
 
 
 def tiny_grids(configs_dir) -> None:
-    """The tiny profile with one-point grids but lambda's and mu's, and 8 tuning sentences."""
+    """The tiny profile with one-point grids but lambda's, mu's and the search's, and 8 tuning sentences."""
     path = configs_dir / "profiles" / "tiny.toml"
     head, text = path.read_text().split("\n[lmbr]\n")
     for key, value in (("tune_sentences", "8"), ("grid_pretrained_lambda", f"[{', '.join(map(str, LAMBDAS))}]"),
@@ -45,7 +47,8 @@ def tiny_grids(configs_dir) -> None:
                        ("grid_lattice_weight", "[0.0, 10.0]"), ("grid_mbr_p", "[0.0]"), ("grid_mbr_r", "[0.0]")):
         text, count = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
         assert count == 1, key
-    path.write_text(head + "\n[lmbr]\n" + text)
+    searches = 'grid_search = ["free", "anchored"]\n'  # TuneSearch(PNMT): LPNMT also searched in its lattice
+    path.write_text(head + "\n[lmbr]\n" + searches + text)
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +95,10 @@ def test_the_pretrained_rows_are_built_tuned_and_reported(run):
     rescoring = TuneRescoring(models="PNMT", lmbr=True, **params).chosen()
     assert rescoring["nmt_lambda"] == chosen["nmt_lambda"] and rescoring["lattice_weight"] in (0.0, 10.0)
     decoded = translation_task("LPNMT")(split="newstest2016", **params)
-    assert decoded.signature()["stats"]["lmbr"]["nmt_lambda"] == chosen["nmt_lambda"]
-    print("tuned:", chosen, "mu:", rescoring["lattice_weight"],
+    search = TuneSearch(models="PNMT", **params).chosen()
+    assert decoded.signature()["stats"]["lmbr"] == {"nmt_lambda": chosen["nmt_lambda"], "gains": chosen["gains"],
+                                                    "search": search}
+    print("tuned:", chosen, "search:", search, "mu:", rescoring["lattice_weight"],
           "-lat mu:", TuneRescoring(models="PNMT", **params).chosen()["lattice_weight"])
 
 
@@ -122,7 +127,16 @@ def test_the_model_is_an_artifact_of_its_files(run, tmp_path):
     model = PretrainedModel(**params)
     recorded = read_json(model.artifact_dir() / "model.json")
     assert recorded["folder"] == str(model_dir(model)) and "config.json" in recorded["files"]
-    assert model.signature()["params"]["files"] == recorded["files"]  # a changed file: another artifact
+    assert model.signature()["params"]["files"] == recorded["files"]
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir(model), copy)
+    before = PretrainedModel(model=str(copy), **params).artifact_dir()
+    with (copy / "config.json").open("a") as f:
+        f.write("\n")
+    Register.clear_instance_cache()  # (Luigi keeps one instance per parameters, with its artifact folder)
+    changed = PretrainedModel(model=str(copy), **params)
+    assert changed.artifact_dir() != before  # a changed file: another artifact, and so everything built with it
+    assert changed.signature_params()["files"]["config.json"] != recorded["files"]["config.json"]
 
 
 def test_the_profiles_lambda_grid_for_a_pretrained_model_reaches_above_1():
