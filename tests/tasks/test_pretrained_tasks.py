@@ -161,3 +161,17 @@ def test_pretrained_rows_need_a_model(tmp_path, capsys):
     code = main(["--tasks", "ger-eng", "--profile", "tiny", "--systems", "PBMT,LPNMT", "--work-dir",
                  str(tmp_path / "w"), "--out", str(tmp_path / "o")])
     assert code == 2 and "LPNMT need a pretrained model" in capsys.readouterr().err
+
+
+def test_the_pretrained_model_option_names_the_model_of_every_task(tmp_path, capsys):
+    import luigi.configuration
+
+    missing = tmp_path / "no-such-model"
+    config = luigi.configuration.get_config()
+    try:
+        code = main(["--tasks", "ger-eng", "--profile", "tiny", "--systems", "PBMT,PNMT", "--pretrained-model",
+                     str(missing), "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "o")])
+        assert config.get("lmbr", "pretrained_model") == str(missing)
+    finally:
+        config.remove_option("lmbr", "pretrained_model")
+    assert code == 2 and f"--pretrained-model: {missing}: no such model folder" in capsys.readouterr().err
