@@ -29,6 +29,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "decode_processes": ("decode_processes.py", "one search on T threads against T one-thread processes"),
     "decode_profile": ("decode_profile.py", "a decoding step's time: matrix products, ancestry kernels, other ops, "
                        "Python"),
+    "hf_export_agreement": ("hf_export_agreement.py", "generate on our Transformer exported to transformers against "
+                            "our decoder: the same 1-best?"),
     "learning_curve": ("learning_curve.py", "a profile's model trained past its caps: tuning-set BLEU and loss"),
     "lm_train": ("lm_train.py", "KenLM training time and perplexity"),
     "lmbr_overhead": ("lmbr_overhead.py", "the same decoder with and without L"),

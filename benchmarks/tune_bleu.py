@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
-from common import artifact, first_lines, machine  # noqa: E402
+from common import first_lines, machine  # noqa: E402
 from pipeline.config import DecodeProfile, load_profile, load_task  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.translate import load_models, translate_lines  # noqa: E402
@@ -42,20 +42,35 @@ from pipeline.nmt.average import average_checkpoints  # noqa: E402
 from pipeline.nmt.checkpoint import list_checkpoints, load_checkpoint  # noqa: E402
 from pipeline.text import TextProcessor, Truecaser, get_tokenizer  # noqa: E402
 from pipeline.text.bpe import merge_bpe  # noqa: E402
+from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, TruecaseSplit  # noqa: E402
+
+
+def train_task(args: argparse.Namespace):
+    """The TrainNMT task of the model: its inputs (the tuning set's subwords, the truecaser) are the ones it was
+    trained with, whatever else the work folder holds."""
+    from tasks.nmt import TrainNMT
+
+    extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.config_dir:
+        extra["config_dir"] = str(args.config_dir)
+    return TrainNMT(task_name=args.task, profile=args.profile, work_dir=str(args.work_dir),
+                    architecture=args.architecture, seed=args.seed, **extra)
 
 
 def checkpoint_folder(args: argparse.Namespace) -> Path:
     """--checkpoints, else the TrainNMT model's state folder while it holds checkpoints, else its artifact's."""
     if args.checkpoints:
         return args.checkpoints
-    from tasks.nmt import TrainNMT
-
-    extra = {"data_dir": args.data_dir} if args.data_dir else {}
-    if args.config_dir:
-        extra["config_dir"] = str(args.config_dir)
-    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=str(args.work_dir),
-                    architecture=args.architecture, seed=args.seed, **extra)
+    task = train_task(args)
     return task.state_dir() if list_checkpoints(task.state_dir()) else task.artifact_dir() / "checkpoints"
+
+
+def artifact_of(task) -> Path:
+    """The artifact folder of a Luigi task of the model's inputs, or an exit that names the stage to build."""
+    folder = task.artifact_dir()
+    if not (folder / "signature.json").is_file():
+        raise SystemExit(f"{folder}: not built; build the model's inputs first (its TrainNMT task)")
+    return folder
 
 
 def score(args: argparse.Namespace, decode: DecodeProfile, checkpoints: list[Path], length_penalty: float,
@@ -106,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
 
     configs = {"config_dir": args.config_dir} if args.config_dir else {}
     config = load_task(args.task, **configs)
-    root = args.work_dir / args.profile / args.task
     tune = config.splits.tune
     decode = load_profile(args.profile, **configs).decode
-    sources = first_lines(artifact(root, "subwords", tune) / f"bpe.{config.source}.gz", args.sentences)
-    references = first_lines(artifact(root, "tokenized", tune) / f"raw.{config.target}.gz", args.sentences)
-    truecased = first_lines(artifact(root, "truecased", tune) / f"words.{config.target}.gz", args.sentences)
-    truecaser = Truecaser.load(artifact(root, "truecaser", "truecaser") / f"truecase.{config.target}.json")
+    inputs = {stage: artifact_of(train_task(args).clone(kind, split=tune)) for stage, kind in
+              (("subwords", ApplyBPE), ("tokenized", TokenizeSplit), ("truecased", TruecaseSplit))}
+    sources = first_lines(inputs["subwords"] / f"bpe.{config.source}.gz", args.sentences)
+    references = first_lines(inputs["tokenized"] / f"raw.{config.target}.gz", args.sentences)
+    truecased = first_lines(inputs["truecased"] / f"words.{config.target}.gz", args.sentences)
+    truecaser = Truecaser.load(artifact_of(train_task(args).clone(TrainTruecaser)) / f"truecase.{config.target}.json")
     processor = TextProcessor(tokenizer=get_tokenizer("moses", config.target, REPO / "cache" / "tokenizers"),
                               truecaser=truecaser, bpe=None)
     folder = checkpoint_folder(args)

@@ -1,5 +1,5 @@
 """Smoke tests of the decoding benchmarks: beam_speed, batch_invariance, cpu_speedups, lmbr_overhead, ct2_speed,
-decode_profile, decode_processes, shrunken_ensemble and accelerated_pipeline."""
+decode_profile, decode_processes, shrunken_ensemble, accelerated_pipeline and hf_export_agreement."""
 from __future__ import annotations
 
 import pytest
@@ -135,3 +135,18 @@ def test_accelerated_pipeline_reproduces_the_pipelines_outputs(run_benchmark, ti
     assert set(report["median_seconds"][lnmt]) == {"phrase-based decoding", "posteriors + L", "neural decoding",
                                                    "total"}
     assert 0 < report["lnmt_share_of_fnmt_wpm"][lnmt]
+
+
+def test_hf_export_agreement_finds_generate_on_the_exported_model_equal_to_our_full_beam_search(run_benchmark,
+                                                                                                 tiny_run):
+    pytest.importorskip("transformers")
+    report = run_benchmark("hf_export_agreement", "--model", str(tiny_run.one("nmt-average/transformer-seed1-*")),
+                           "--source", str(tiny_run.one("subwords/newstest2016-*/bpe.de.gz")), "--profile", "tiny",
+                           "--sentences", "6", "--threads", "1")
+    assert report["sentences"] == 6
+    for name in ("ours", "ours_full_beam"):
+        result = report["results"][name]
+        parts = (result["same_1best"], result["generate_scores_higher"], result["generate_scores_lower"],
+                 result["level_scores"])
+        assert sum(parts) == 6, parts
+    assert report["results"]["ours_full_beam"]["same_1best"] == 6  # the same search on an exact export
