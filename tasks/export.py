@@ -3,7 +3,9 @@
 
 The folder pins what the system decoded its split with: the tuned lambda, theta, alpha, gain form and mu (read from
 the split's decoding task, so they are the choices of this run), the variant's beam and PBMT limits. The split only
-names which decoding task to take them from; the folder translates any text.
+names which decoding task to take them from; the folder translates any text. A pretrained model's rows (PNMT, LPNMT,
+PNMT-lat, LPNMT-lat) are exported the same way, with the model's files in nmt/pretrained/ and no BPE (the model
+reads text through its own tokenizer), in the layout of pipeline/deploy/pretrained_export.py.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import luigi
 import torch
 
 from pipeline.deploy.manifest import write_manifest
-from pipeline.deploy.system import KINDS
+from pipeline.deploy.pretrained_export import PRETRAINED_DIR
+from pipeline.deploy.system import KINDS, PRETRAINED_KINDS, SystemKind
 from pipeline.nmt.system import system_members, write_system
 from tasks.base import PipelineTask
 from tasks.data import BuildVocab, LearnBPE, TrainTruecaser
@@ -32,7 +35,7 @@ class ExportSystem(VariantTask):
 
     stage = "export"
     version = 2  # 2: the search's patience in the manifest
-    system = luigi.Parameter(description=f"the system to export: {', '.join(KINDS)}")
+    system = luigi.Parameter(description=f"the system to export: {', '.join([*KINDS, *PRETRAINED_KINDS])}")
 
     def label(self) -> str:
         return f"{self.system}-{super().label()}"
@@ -41,12 +44,18 @@ class ExportSystem(VariantTask):
         """The split's decoding task of the system: what it decoded with is what the folder keeps."""
         return self.clone(translation_task(self.system))
 
+    def kind(self) -> SystemKind:
+        kind = KINDS.get(self.system) or PRETRAINED_KINDS.get(self.system)
+        if kind is None:
+            raise ValueError(f"ExportSystem: {self.system} cannot be exported (exportable: "
+                             f"{', '.join([*KINDS, *PRETRAINED_KINDS])})")
+        return kind
+
     def requires(self) -> dict[str, PipelineTask]:
-        if self.system not in KINDS:
-            raise ValueError(f"ExportSystem: {self.system} cannot be exported (exportable: {', '.join(KINDS)})")
-        kind = KINDS[self.system]
-        required = {"decoding": self.decoding(), "truecaser": self.clone(TrainTruecaser),
-                    "codes": self.clone(LearnBPE), "vocab": self.clone(BuildVocab)}
+        kind = self.kind()
+        required = {"decoding": self.decoding(), "truecaser": self.clone(TrainTruecaser)}
+        if not kind.pretrained:  # a pretrained model reads text through its own tokenizer
+            required.update(codes=self.clone(LearnBPE), vocab=self.clone(BuildVocab))
         if kind.models:
             required["nmt"] = self.decoding().system_task()  # what it decoded with: a variant's shrunken FNMT
         if kind.needs_lattices:
@@ -64,17 +73,24 @@ class ExportSystem(VariantTask):
     def build(self, artifact: Path) -> dict[str, Any]:
         out = artifact / self.system
         out.mkdir()
-        inputs, kind = self.requires(), KINDS[self.system]
+        inputs, kind = self.requires(), self.kind()
         source, target = self.config.source, self.config.target
         (out / "text").mkdir()
         for lang in (source, target):
             truecaser = inputs["truecaser"].artifact_dir() / f"truecase.{lang}.json"
             if truecaser.is_file():
                 shutil.copyfile(truecaser, out / "text" / truecaser.name)
-            shutil.copyfile(inputs["codes"].artifact_dir() / f"codes.{lang}", out / "text" / f"codes.{lang}")
-        shutil.copyfile(inputs["vocab"].artifact_dir() / f"vocab.{target}.json", out / "text" / f"vocab.{target}.json")
+            if not kind.pretrained:
+                shutil.copyfile(inputs["codes"].artifact_dir() / f"codes.{lang}", out / "text" / f"codes.{lang}")
+        if not kind.pretrained:
+            shutil.copyfile(inputs["vocab"].artifact_dir() / f"vocab.{target}.json",
+                            out / "text" / f"vocab.{target}.json")
         settings: dict[str, Any] = {}
-        if kind.models:
+        extra: dict[str, Any] = {}
+        if kind.pretrained:
+            extra["pretrained"] = self._copy_pretrained(inputs["nmt"], out / PRETRAINED_DIR)
+            settings["decode"] = self._decode_settings(inputs["decoding"])
+        elif kind.models:
             self._copy_models(inputs, out / "nmt")
             settings["decode"] = self._decode_settings(inputs["decoding"])
         if kind.needs_lattices:
@@ -91,7 +107,7 @@ class ExportSystem(VariantTask):
                      for lang in (source, target)}
         manifest = write_manifest(out, {
             "system": self.system, "task": self.task_name, "profile": self.profile, "variant": self.variant,
-            "source": source, "target": target, "languages": languages, "settings": settings,
+            "source": source, "target": target, "languages": languages, "settings": settings, **extra,
             "exported_from": {"split": self.split,
                               "artifacts": {name: str(task.artifact_dir().relative_to(Path(self.work_dir)))
                                             for name, task in inputs.items()}},
@@ -99,6 +115,18 @@ class ExportSystem(VariantTask):
                          "stage_versions": {"decoding": inputs["decoding"].version}}})
         return {"files": len(manifest["files"]),
                 "bytes": sum((out / name).stat().st_size for name in manifest["files"])}
+
+    @staticmethod
+    def _copy_pretrained(model: PipelineTask, folder: Path) -> dict[str, str]:
+        """The pretrained model's files (PretrainedModel's folder) copied into `folder`; the manifest's
+        "pretrained" entry."""
+        from tasks.pretrained import model_dir
+
+        source = model_dir(model)
+        folder.mkdir(parents=True)
+        for file in sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith(".")):
+            shutil.copyfile(file, folder / file.name)  # a cache snapshot's links: their blobs
+        return {"model": str(model.location()), "folder": PRETRAINED_DIR}
 
     def _copy_models(self, inputs: dict[str, PipelineTask], folder: Path) -> None:
         """The system's member checkpoints as nmt/model-<k>.pt with the vocabularies they name, and nmt/system.json
@@ -127,7 +155,7 @@ class ExportSystem(VariantTask):
         """What the -lat and L systems decode with: posteriors' settings, both thetas, lambda, gains, mu."""
         from lattices.theta import Theta
 
-        lmbr, kind = self.profile_config.lmbr, KINDS[self.system]
+        lmbr, kind = self.profile_config.lmbr, self.kind()
         settings = {"semiring": lmbr.semiring, "order": lmbr.order, "engine": lmbr.engine,
                     "max_evidence_states": lmbr.max_evidence_states, "nbest": evidence_nbest(self)}
         if kind.lmbr:

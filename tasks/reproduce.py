@@ -19,7 +19,7 @@ from luigi.execution_summary import LuigiStatusCode
 
 from pipeline import config as configs
 from pipeline.data.resolver import CHECKOUT
-from pipeline.deploy.system import KINDS
+from pipeline.deploy.system import KINDS, PRETRAINED_KINDS
 from pipeline.errors import PipelineError
 from pipeline.io import write_text
 from pipeline.report.learning_curves import write_learning_curves
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.export:
         exports = [ExportSystem(task_name=r.task_name, system=system, split=r.eval_split(), variant=variant, **shared)
-                   for r in reports for system in systems if system in KINDS
+                   for r in reports for system in r.systems if system in KINDS or system in PRETRAINED_KINDS
                    for variant in ("", *(v for v in r.variants if system in VARIANT_SYSTEMS))]
         result = luigi.build(exports, workers=args.workers, detailed_summary=True,
                              log_level="INFO" if args.verbose else "WARNING", **scheduler)

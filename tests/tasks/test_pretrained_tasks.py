@@ -66,7 +66,7 @@ def run(tmp_path_factory):
     params = shared_params(tmp_path, data, config_dir=config_dir)
     code = main(["--tasks", "ger-eng", "--profile", "tiny", "--data-dir", str(data), "--systems", ",".join(SYSTEMS),
                  "--table2-tasks", "none", "--work-dir", params["work_dir"], "--config-dir", str(config_dir),
-                 "--out", str(tmp_path / "out")])
+                 "--out", str(tmp_path / "out"), "--export", str(tmp_path / "out" / "systems")])
     return code, params, tmp_path / "out"
 
 
@@ -119,6 +119,28 @@ def test_pnmt_translates_as_generate_does(run):
     theirs = tokenizer.batch_decode(generated, skip_special_tokens=True)
     assert ours == theirs and len(ours) == 6
     assert any(ours), "the model said nothing: a weak test"
+
+
+@pytest.mark.parametrize("name", PRETRAINED_SYSTEMS)
+def test_reproduce_table_exports_the_pretrained_rows_tuned_as_they_decoded(run, name):
+    from pipeline.deploy.system import load_system
+    from pipeline.deploy.translator import Translator
+
+    code, params, out = run
+    assert code == 0
+    decoded = translation_task(name)(split="newstest2016", **params)
+    system = load_system(out / "systems" / "ger-eng" / name)  # every file's hash checked
+    assert system.kind.pretrained and (system.pretrained_folder() / "config.json").is_file()
+    assert not (system.folder / "text" / "codes.de").exists()  # the model reads text through its own tokenizer
+    if system.kind.lmbr:
+        chosen = decoded.chosen()
+        assert system.manifest["settings"]["lmbr"]["nmt_lambda"] == chosen["nmt_lambda"]
+        assert system.manifest["settings"]["lmbr"]["theta"]["p"] == chosen["p"]
+    if system.kind.constrained:
+        assert system.manifest["settings"]["lmbr"]["lattice_weight"] == decoded.lattice_weight()
+    raw = list(read_lines(TokenizeSplit(split="newstest2016", **params).artifact_dir() / "raw.de.gz"))
+    expected = list(read_lines(decoded.artifact_dir() / "translation.en"))
+    assert list(Translator(system, batch_lines=4).translate(raw)) == expected
 
 
 def test_the_model_is_an_artifact_of_its_files(run, tmp_path):
