@@ -18,6 +18,8 @@ SAME_THING = {
     "lmatrix": "the L matrix: computed (lattices/lmatrix.py) and built per split with its posteriors (tasks/)",
     "mbr": "lattice MBR: the decision rule (lattices/mbr.py) and its Luigi tasks (tasks/mbr.py)",
     "nmt": "the NMT models: the library (pipeline/nmt/) and its Luigi tasks (tasks/nmt.py)",
+    "pretrained": "a pretrained transformers model as the NMT: loaded and driven (pipeline/nmt/pretrained.py) and "
+                  "its Luigi stages, the rows PNMT to LPNMT-lat (tasks/pretrained.py)",
     "report": "the report: its tables (pipeline/report/) and what each task gives it (tasks/report.py)",
     "smt": "the phrase-based system: the library (pipeline/smt/) and its Luigi tasks (tasks/smt.py)",
     "speed": "Figures 2-3's decoding speed: measured (pipeline/decode/speed.py) and its Luigi task (tasks/speed.py)",
