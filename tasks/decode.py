@@ -60,6 +60,10 @@ class DecodeNMT(VariantTask):
         pretrained = self.models == PRETRAINED
         required = {"system": self.system_task(), "truecaser": self.clone(TrainTruecaser),
                     **({"raw": self.clone(TokenizeSplit)} if pretrained else {"subwords": self.clone(ApplyBPE)})}
+        if self.tunes_length():
+            from tasks.length_penalty import TuneLengthPenalty
+
+            required["length"] = self.clone(TuneLengthPenalty, models=self.models)
         if self.constrained:
             required["acceptors"] = self.clone(acceptor_stage(self.models))
             if self.profile_config.lmbr.tune:
@@ -93,6 +97,18 @@ class DecodeNMT(VariantTask):
                 if others:
                     required["lmatrix_choices"] = others
         return required
+
+    def tunes_length(self) -> bool:
+        """Whether this is a plain NMT system (no L, no lattice, not a Table 2 variant) whose length penalty
+        TuneLengthPenalty chooses: the profile's [decode] grid_length_penalty lists it."""
+        return (not self.lmbr and not self.constrained and self.variant_config() is None
+                and bool(self.profile_config.decode.grid_length_penalty))
+
+    def length_penalty(self) -> float:
+        """The length penalty of the search: TuneLengthPenalty's choice, else the profile's [decode] one."""
+        if self.tunes_length():
+            return self.requires()["length"].chosen()
+        return self.profile_config.decode.length_penalty
 
     def chosen(self) -> dict[str, Any]:
         """The tuned point: TuneLMBR's nmt_lambda, p, r, alpha and gains; for the -lat systems TuneRescoring's,
@@ -150,6 +166,8 @@ class DecodeNMT(VariantTask):
     def params(self) -> dict[str, Any]:
         params = {"system": self.system, "split": self.split,
                   "decode": self.profile_config.decode.hashed()}
+        if self.tunes_length():
+            params["length_penalty"] = "tuned"
         if self.lmbr:
             lmbr = self.profile_config.lmbr
             params["nmt_lambda"] = "tuned" if lmbr.tune else lmbr.nmt_lambda
@@ -243,6 +261,12 @@ class DecodeNMT(VariantTask):
         return translate_anchored(subwords, models, settings, processor, lmbr, list(lines),
                                   [acceptors.get(line) for line in lines], warn, **batching)
 
+    def early_exit(self, length_penalty: float) -> bool:
+        """Whether the search ends a sentence once its n-best is certain: the profile's early_exit, for the plain
+        systems searching by raw scores (length penalty 0)."""
+        return (self.profile_config.decode.early_exit and not self.lmbr and not self.constrained
+                and length_penalty == 0)
+
     def gains(self) -> str:
         """The gain form: the tuned one (lmbr.json of before bounded gains: the paper's per step), else the
         profile's."""
@@ -277,11 +301,12 @@ class DecodeNMT(VariantTask):
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
         beam, threshold = self.search()
-        settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=decode.length_penalty,
+        length_penalty = self.length_penalty()
+        settings = SearchSettings(beam=beam, threshold=threshold, length_penalty=length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=self.nmt_lambda() if self.lmbr else 1.0,
                                   patience=self.profile_config.lmbr.patience,
-                                  early_exit=decode.early_exit and not self.lmbr and not self.constrained)
+                                  early_exit=self.early_exit(length_penalty))
         unconstrained: list[int] = []
         batching = {"batch_sentences": decode.batch_sentences, "sort": decode.sort, "streaming": decode.streaming,
                     "refill": decode.refill}
@@ -312,6 +337,8 @@ class DecodeNMT(VariantTask):
             stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
         if self.constrained:
             stats["lattice_weight"] = self.lattice_weight()
+        if self.tunes_length():
+            stats["length_penalty"] = length_penalty
         if self.anchoring():
             stats["lmbr"]["search"] = self.search_form()
             stats["lattice_lines"] = [first + k + 1 for k in from_lattice]  # outputs of the lattice copy

@@ -148,8 +148,11 @@ class ExportSystem(VariantTask):
 
     def _decode_settings(self, decoding: PipelineTask) -> dict[str, Any]:
         decode = dataclasses.asdict(self.profile_config.decode)
+        decode.pop("grid_length_penalty")  # the tuning grid: what decodes is the chosen length penalty
         beam, threshold = decoding.search()
-        return {**decode, "beam": beam, "threshold": threshold, "patience": self.profile_config.lmbr.patience}
+        length_penalty = decoding.length_penalty()
+        return {**decode, "beam": beam, "threshold": threshold, "patience": self.profile_config.lmbr.patience,
+                "length_penalty": length_penalty, "early_exit": decode["early_exit"] and length_penalty == 0}
 
     def _lmbr_settings(self, decoding: PipelineTask) -> dict[str, Any]:
         """What the -lat and L systems decode with: posteriors' settings, both thetas, lambda, gains, mu."""

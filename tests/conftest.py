@@ -106,7 +106,8 @@ def exported_systems(tmp_path_factory):
     for key, value in (("tune_sentences", "10"), ("grid_lambda", "[0.001, 0.25]"), ("grid_p", "[-0.5, 0.0]"),
                        ("grid_r", "[0.0]"), ("grid_gains", '["bounded"]'), ("grid_lattice_weight", "[0.0, 10.0]")):
         text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
-    profile.write_text(text)
+    # FNMT and TNMT with their length penalty tuned: the exported folder decodes with the chosen one
+    profile.write_text(text.replace("[decode]\n", "[decode]\ngrid_length_penalty = [0.0, 2.0]\n", 1))
     params = shared_params(tmp_path, data, config_dir=configs)
     exports = {name: ExportSystem(system=name, split="newstest2016", **params) for name in KINDS}
     assert build(*exports.values()).status == LuigiStatusCode.SUCCESS

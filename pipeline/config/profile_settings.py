@@ -225,15 +225,23 @@ class DecodeProfile:
     fp16: bool = False  # CUDA: decode in half precision (the scores accumulate in fp32); ignored on the CPU
     early_exit: bool = True  # plain NMT systems: end a sentence once its n-best is certain (SearchSettings)
     ancestry_cache: bool = True  # CPU, Transformer: self-attention caches that reorders never copy (speedups.py)
+    grid_length_penalty: tuple[float, ...] = ()  # the length penalties TuneLengthPenalty tries for the plain NMT
+    #                                              systems (FNMT, TNMT, PNMT) on the tuning set; empty: length_penalty
 
     def hashed(self) -> dict[str, object]:
         """The settings in a decoding artifact's hash: all of them, fp16, early_exit and ancestry_cache only when on
-        (they are on in every profile since 0.8.0; a profile that turns them off finds the artifacts of before)."""
+        (they are on in every profile since 0.8.0; a profile that turns them off finds the artifacts of before).
+        grid_length_penalty is left out: it enters the hashes of the stages it tunes (DecodeNMT.params)."""
         settings = dataclasses.asdict(self)
+        settings.pop("grid_length_penalty")
         for key in ("fp16", "early_exit", "ancestry_cache"):
             if not settings[key]:
                 settings.pop(key)
         return settings
+
+    def length_penalties(self) -> tuple[float, ...]:
+        """The length penalties the plain NMT systems are tuned over: the grid, or only length_penalty."""
+        return tuple(self.grid_length_penalty) or (self.length_penalty,)
 
     def problems(self) -> list[tuple[str, str]]:
         """(key below 'decode.', what is wrong) for every value that is out of range."""
@@ -244,7 +252,9 @@ class DecodeProfile:
                   ("max_length_b", self.max_length_b >= 0, "must not be negative"),
                   ("refill", 0 <= self.refill < 1, "must be in [0, 1)"),
                   ("early_exit", not self.early_exit or self.length_penalty == 0,
-                   "needs raw scores (length_penalty 0)")]
+                   "needs raw scores (length_penalty 0)"),
+                  ("grid_length_penalty", all(value >= 0 for value in self.grid_length_penalty),
+                   "must not list negative values")]
         return [(key, problem) for key, ok, problem in checks if not ok]
 
 

@@ -29,6 +29,10 @@ def test_an_exported_system_translates_raw_text_as_the_pipeline_did(exported_sys
         assert manifest["settings"]["lmbr"]["theta"]["p"] == chosen["p"]
     if KINDS[name].constrained:
         assert manifest["settings"]["lmbr"]["lattice_weight"] == task.decoding().lattice_weight()
+    if KINDS[name].models:  # FNMT and TNMT with the length penalty the tuning chose, the hybrids with the profile's
+        decode = manifest["settings"]["decode"]
+        assert decode["length_penalty"] == task.decoding().length_penalty() and "grid_length_penalty" not in decode
+        assert task.decoding().tunes_length() == (name in ("FNMT", "TNMT"))
     assert translator.timings["pbmt"] > 0 if KINDS[name].needs_lattices else translator.timings["pbmt"] == 0
 
 
