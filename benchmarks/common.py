@@ -8,6 +8,7 @@ import itertools
 import os
 import platform
 import random
+import re
 import shutil
 import sys
 import time
@@ -215,6 +216,21 @@ def output_scores(hypotheses: list[str], references: list[str], lang: str) -> di
 
 
 # -- measuring on a quiet machine, keeping the logs -----------------------------------------------------------------
+
+def set_profile_keys(profile: Path, section: str, settings: dict[str, str]) -> None:
+    """Set keys of a profile file's [section] (TOML values as written), replacing a key's line or adding it."""
+    text = profile.read_text(encoding="utf-8")
+    head, found, rest = text.partition(f"\n[{section}]\n")
+    if not found:
+        raise SystemExit(f"{profile}: no [{section}] section")
+    body, nxt, tail = rest.partition("\n[")
+    for key, value in settings.items():
+        line = f"{key} = {value}"
+        body, replaced = re.subn(rf"^{re.escape(key)} = .*$", line, body, count=1, flags=re.M)
+        if not replaced:
+            body = f"{line}\n{body}"
+    profile.write_text(head + found + body + nxt + tail, encoding="utf-8")
+
 
 def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
     """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).

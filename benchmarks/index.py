@@ -37,6 +37,7 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "lmbr_overhead": ("lmbr_overhead.py", "the same decoder with and without L"),
     "lnmt_lambda": ("experiments/lnmt_lambda.py", "unconstrained LNMT at the grid's smallest lambda against MBR"),
     "mbr_alpha": ("experiments/mbr_alpha.py", "lattice MBR's tuning-set BLEU under several path scales"),
+    "length_tuning": ("length_tuning.py", "a length penalty tuned per NMT system against the shared one, on devtest"),
     "ngram_gains": (None, "bounded-gain decoding tasks timed before and after vectorised tables (an ad hoc script)"),
     "nmt_train": ("nmt_train.py", "NMT training target tokens per second against an earlier trainer"),
     "output_stats": ("output_stats.py", "every system's BLEU, chrF2, length and repeated 4-grams"),

@@ -19,7 +19,6 @@ the tuning split's first tune_start + tune_sentences), every tuning stage and th
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 import tempfile
@@ -31,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import machine  # noqa: E402
+from common import machine, set_profile_keys  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
 
 #: the systems whose rows depend on the tuning window, and the tuning stages each one's choice comes from
@@ -50,27 +49,12 @@ def parse_window(text: str) -> tuple[int, int]:
     return window
 
 
-def set_lmbr(profile: Path, settings: dict[str, str]) -> None:
-    """Set keys of the profile's [lmbr] section (TOML values as written), replacing a key's line or adding it."""
-    text = profile.read_text(encoding="utf-8")
-    head, found, rest = text.partition("\n[lmbr]\n")
-    if not found:
-        raise SystemExit(f"{profile}: no [lmbr] section")
-    section, nxt, tail = rest.partition("\n[")
-    for key, value in settings.items():
-        line = f"{key} = {value}"
-        section, replaced = re.subn(rf"^{re.escape(key)} = .*$", line, section, count=1, flags=re.M)
-        if not replaced:
-            section = f"{line}\n{section}"
-    profile.write_text(head + found + section + nxt + tail, encoding="utf-8")
-
-
 def window_configs(source: Path, folder: Path, profile: str, window: tuple[int, int],
                    overrides: dict[str, str]) -> Path:
     """A copy of the configs with the profile's tuning window (and the --lmbr overrides) set."""
     shutil.copytree(source, folder)
-    set_lmbr(folder / "profiles" / f"{profile}.toml",
-             {**overrides, "tune_start": str(window[0]), "tune_sentences": str(window[1])})
+    set_profile_keys(folder / "profiles" / f"{profile}.toml", "lmbr",
+                     {**overrides, "tune_start": str(window[0]), "tune_sentences": str(window[1])})
     return folder
 
 
