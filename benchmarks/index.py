@@ -31,6 +31,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
                        "Python"),
     "hf_export_agreement": ("hf_export_agreement.py", "generate on our Transformer exported to transformers against "
                             "our decoder: the same 1-best?"),
+    "hf_export_hybrid": ("hf_export_hybrid.py", "the hybrid over our Transformer exported to transformers against "
+                         "the pipeline's own systems: the same BLEU?"),
     "hf_speed": ("hf_speed.py", "our decoder driving a transformers model against its generate, with and without L"),
     "learning_curve": ("learning_curve.py", "a profile's model trained past its caps: tuning-set BLEU and loss"),
     "lm_train": ("lm_train.py", "KenLM training time and perplexity"),

@@ -21,7 +21,7 @@ from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.constraints import acceptor_hook_factory
 from pipeline.decode.hooks import HookFactory, chain_factories
 from pipeline.decode.scores import max_output_lengths
-from pipeline.decode.translate import LoadedModels, load_models, source_lengths, translate_lines
+from pipeline.decode.translate import LoadedModels, Translation, load_models, source_lengths, translate_lines
 from pipeline.io import read_json, read_lines, write_lines
 from pipeline.nmt.precision import decoding_half
 from pipeline.nmt.speedups import CpuSpeedups
@@ -279,24 +279,47 @@ class DecodeNMT(VariantTask):
     def build_shard(self, out: Path, shard: int, shards: int) -> dict[str, Any]:
         """Translate lines [shard * N / shards, (shard + 1) * N / shards) of the split into `out`."""
         torch.set_num_threads(max(1, self.processes))
-        source, target = self.config.source, self.config.target
-        inputs, decode = self.requires(), self.profile_config.decode
-        device = default_device()
+        target, device = self.config.target, default_device()
         begin = time.perf_counter()
+        models, lines = self.loaded_models(device), self.source_lines()
+        loaded = time.perf_counter()
+        first, last = shard_bounds(len(lines), shard, shards)
+        texts, result, stats = self.translate_with(models, lines, first, last)
+        write_lines(out / f"translation.{target}", texts)
+        write_lines(out / f"bpe.{target}", result.bpe)
+        stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
+                            "nmt_decode": stats["timings"]["nmt_decode"],
+                            "postprocess": stats["timings"]["postprocess"]}
+        return stats
+
+    def loaded_models(self, device: torch.device) -> LoadedModels:
+        """The system's models on `device`: the pretrained model's folder, else the NMT system's members (a
+        variant's first alone) with the profile's CPU speed-ups and precision."""
+        inputs, decode = self.requires(), self.profile_config.decode
         if "raw" in inputs:  # the pretrained model: the raw lines through its own tokenizer
             from tasks.pretrained import model_dir
 
-            models = load_models([model_dir(inputs["system"])], device, languages=(source, target))
-            lines = list(read_lines(inputs["raw"].artifact_dir() / f"raw.{source}.gz"))
-        else:
-            system_file = inputs["system"].artifact_dir() / "system.json"
-            speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
-            variant = self.variant_config()
-            members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
-            models = load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
-            lines = list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
-        loaded = time.perf_counter()
-        first, last = shard_bounds(len(lines), shard, shards)
+            return load_models([model_dir(inputs["system"])], device,
+                               languages=(self.config.source, self.config.target))
+        system_file = inputs["system"].artifact_dir() / "system.json"
+        speedups = CpuSpeedups.of(decode) if device.type == "cpu" else CpuSpeedups()
+        variant = self.variant_config()
+        members = system_members(system_file)[:1] if variant and variant.single_model else [system_file]
+        return load_models(members, device, speedups, half=decoding_half(decode.fp16, device))
+
+    def source_lines(self) -> list[str]:
+        """The split's source lines as the models read them: raw for the pretrained model, else BPE subwords."""
+        inputs, source = self.requires(), self.config.source
+        if "raw" in inputs:
+            return list(read_lines(inputs["raw"].artifact_dir() / f"raw.{source}.gz"))
+        return list(read_lines(inputs["subwords"].artifact_dir() / f"bpe.{source}.gz"))
+
+    def translate_with(self, models: LoadedModels, lines: list[str], first: int,
+                       last: int) -> tuple[list[str], Translation, dict[str, Any]]:
+        """Lines [first, last) of the split's source `lines` translated by `models` as this system decodes them
+        (its search settings, batching, hooks or anchored search, and the words of <unk> outputs restored): the
+        texts, the Translation and the stats of the artifact (timings: the decoding's own)."""
+        target, inputs, decode = self.config.target, self.requires(), self.profile_config.decode
         tokenizer = get_tokenizer(self.config.languages[target].tokenizer, target, Path(self.cache_dir) / "tokenizers")
         processor = TextProcessor(tokenizer=tokenizer, truecaser=load_truecaser(inputs["truecaser"].artifact_dir(),
                                                                                 target), bpe=None)
@@ -330,8 +353,6 @@ class DecodeNMT(VariantTask):
             texts, restored = word_restorer(inputs["words"], target).restore(
                 range(first, last), result.bpe, result.text, lambda words: processor.postprocess(words, subword=False),
                 paths=set(from_lattice))
-        write_lines(out / f"translation.{target}", texts)
-        write_lines(out / f"bpe.{target}", result.bpe)
         stats = dict(result.stats)
         if self.lmbr:
             stats["lmbr"] = {"nmt_lambda": self.nmt_lambda(), "gains": self.gains()}
@@ -346,10 +367,7 @@ class DecodeNMT(VariantTask):
             stats["unconstrained_lines"] = sorted(unconstrained)
         if self.constrained or self.lmbr:
             stats["restored_lines"] = [first + k + 1 for k in restored]
-        stats["timings"] = {**self.upstream_timings(), "nmt_load": round(loaded - begin, 3),
-                            "nmt_decode": stats["timings"]["nmt_decode"],
-                            "postprocess": stats["timings"]["postprocess"]}
-        return stats
+        return texts, result, stats
 
     def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]:
         """The parts' translations in order; counts and decoding seconds summed (the work, not the wall time)."""
