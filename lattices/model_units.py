@@ -133,6 +133,11 @@ class ModelUnitMapper:
             self._cache[key] = tuple(self.piece_ids(pieces))
         return self._cache[key]
 
+    def text_ids(self, text: str) -> tuple[int, ...]:
+        """The model's ids of raw `text` (one or more words) behind a space, as it stands inside a sentence: a
+        terminology entry's target in the model's units. Its first piece carries the word-start mark "▁"."""
+        return tuple(self.piece_ids(self.pieces(" " + text.strip()))) if text.strip() else ()
+
 
 def map_lattice_to_model(lattice: Lattice, mapper: ModelUnitMapper) -> Lattice:
     """The word lattice in the model's units (labels: ids + LABEL_OFFSET), its states split by left context.

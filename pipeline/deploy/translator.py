@@ -31,9 +31,10 @@ the first.
 
 A system whose NMT is a pretrained `transformers` model (PNMT, LPNMT and their -lat systems: system.py) reads the
 raw line through the model's own tokenizer instead of BPE and writes the model's text; its L is that of the lattices
-in the model's units, and so are its acceptors (lattices/model_shards.py). Terms reach its search only through the
-PBMT's lattice (L, and the acceptor an LMBR system decodes a line with forced terms on): the NMT search's own term
-constraints are over BPE subwords.
+in the model's units, and so are its acceptors (lattices/model_shards.py). Its search meets a term in the model's
+own pieces (ModelUnitMapper.text_ids: the term's text as it stands inside a sentence, its first piece marked as a
+word start); SentencePiece marks where words start, not where they end, so a term's last piece may go on into a
+longer word ("Polizei" met inside "Polizeiauto"), which BPE's end-of-word marks rule out.
 
 `translate` runs both on batches of `batch_lines` lines (memory stays bounded whatever the input's size). An empty
 line gives an empty line. The outputs equal the pipeline's artifacts for the same lines (tests/tasks/test_export.py).
@@ -298,26 +299,26 @@ class Translator:
                 item.forced[(first, last)] = tuple(self.target.tokenizer.tokenize(term.target))
             if self.models is None or not item.source_ids:
                 continue
-            if self.pretrained:
-                _LOG.warning("%s, line %d: term %r -> %r (%s): the pretrained model's search has no term constraints "
-                             "of its own; the term is forced in the PBMT's lattice only (L, and the acceptor an LMBR "
-                             "system decodes the line on)", self.system.name, item.line, " ".join(term.source),
-                             term.target, term.origin)
-                continue
             ids = self._target_ids(term.target)
             if ids is None:
-                _LOG.warning("%s, line %d: term %r -> %r (%s): a subword of the target term is not in the NMT "
+                _LOG.warning("%s, line %d: term %r -> %r (%s): a unit of the target term is not in the NMT "
                              "vocabulary; left out", self.system.name, item.line, " ".join(term.source),
                              term.target, term.origin)
             else:
                 item.terms.append((term, ids))
 
     def _target_ids(self, text: str) -> list[int] | None:
+        """A target term's ids in the NMT's units (None when one is unknown): BPE subwords of its tokens, or the
+        pretrained model's pieces of the text as it stands inside a sentence."""
         if text not in self._term_ids:
-            if self._target_bpe is None:
-                self._target_bpe = BpeSegmenter(self.system.path(f"text/codes.{self.system.target}"))
             vocab = self.models.tgt_vocab
-            ids = vocab.encode(self._target_bpe.segment(self.target.tokenizer.tokenize(text)))
+            if self.pretrained:
+                mapper = self.mapper or self._mapper()  # (PNMT has no lattices, hence no mapper of its own)
+                ids = [i + vocab.offset for i in mapper.text_ids(text)]
+            else:
+                if self._target_bpe is None:
+                    self._target_bpe = BpeSegmenter(self.system.path(f"text/codes.{self.system.target}"))
+                ids = vocab.encode(self._target_bpe.segment(self.target.tokenizer.tokenize(text)))
             self._term_ids[text] = None if not ids or vocab.unk_id in ids else ids
         return self._term_ids[text]
 
@@ -340,11 +341,13 @@ class Translator:
         return missing
 
     def word_final(self) -> torch.Tensor:
-        """[V] bool: the target subwords that end a word (no BPE separator): a term starts only after one."""
+        """[V] bool: the target subwords that end a word (no BPE separator): a term starts only after one. For a
+        pretrained model every token: its terms start with a piece that marks a word start itself ("▁")."""
         if self._word_final is None:
             from pipeline.text.bpe import SEPARATOR
 
-            self._word_final = torch.tensor([not token.endswith(SEPARATOR) for token in self.models.tgt_vocab.tokens])
+            tokens = self.models.tgt_vocab.tokens
+            self._word_final = torch.tensor([self.pretrained or not token.endswith(SEPARATOR) for token in tokens])
         return self._word_final
 
     def _positions(self) -> int | None:

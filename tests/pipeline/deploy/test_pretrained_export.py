@@ -210,7 +210,7 @@ def test_inside_the_lattice_the_model_writes_whole_lattice_strings(pretrained_sy
 
 def test_terms_reach_the_lpnmt_through_the_phrase_based_lattice(pretrained_systems, exported_systems):
     """A line with a term: the PBMT forces it, and the LMBR system decodes the line on its lattice's acceptor in the
-    model's units, so the term is in the translation (the model's search has no term constraints of its own)."""
+    model's units, with the term's pieces required of its search, so the term is in the translation."""
     from pipeline.deploy.terms import Terminology
     from tests.pipeline.deploy.test_terms import TOKENIZE_DE, has_term, seeded_terms
 
@@ -225,6 +225,35 @@ def test_terms_reach_the_lpnmt_through_the_phrase_based_lattice(pretrained_syste
         assert all(has_term(text, t) for s, t in pairs if s in TOKENIZE_DE(line)), (line, text)
     plain = list(Translator(load_system(folders["LPNMT"])).translate(lines))
     assert not all(has_term(text, t) for line, text in zip(lines, plain) for s, t in pairs if s in TOKENIZE_DE(line))
+
+
+def test_the_pretrained_models_own_search_writes_each_term_in_its_pieces(pretrained_systems, exported_systems):
+    """PNMT (the model alone, no lattice): a line with a term gets the term's pieces in the model's units
+    (ModelUnitMapper.text_ids) from the search itself; without the terms the random model writes none of them."""
+    from pipeline.decode.terms import contains
+    from pipeline.deploy.terms import Terminology
+    from tests.pipeline.deploy.test_terms import TOKENIZE_DE, seeded_terms
+
+    folders, raw = pretrained_systems
+    exports, _ = exported_systems
+    pairs = seeded_terms(exports, raw, count=6)
+    terms = Terminology.parse("\n".join(f"{s}\t{t}" for s, t in pairs), TOKENIZE_DE)
+    lines = [line for line in raw[:6] if any(s in TOKENIZE_DE(line) for s, _ in pairs)]
+    assert len(lines) >= 3
+    translator = Translator(load_system(folders["PNMT"]), terms=terms)
+    prepared = translator.prepare(lines)
+    assert all(item.terms for item in prepared)
+    vocab = translator.models.tgt_vocab
+    for item in prepared:
+        for term, ids in item.terms:  # the term's text inside a sentence, as the model's tokenizer writes it
+            assert vocab.tokens[ids[0]].startswith("\u2581")
+            assert translator.models.tgt_vocab.decode_line(ids) == term.target
+    outputs = list(translator.translate(lines))
+    for line, text in zip(lines, outputs):
+        assert all(t in text for s, t in pairs if s in TOKENIZE_DE(line)), (line, text)
+    plain = list(Translator(load_system(folders["PNMT"])).translate(lines))
+    assert not any(t in text for line, text in zip(lines, plain) for s, t in pairs if s in TOKENIZE_DE(line))
+    assert contains((5, *ids, 7), ids, lambda token: bool(translator.word_final()[token]))
 
 
 def test_over_an_anchored_lnmt_the_lpnmt_keeps_per_line_the_better_of_its_free_and_lattice_search(marian,
