@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
+    sock.listen(128)  # clients that connect once the address is announced wait in the backlog, not refused
     host, port = sock.getsockname()[:2]
     print(f"lmbr serve: {translator.system.name} ({translator.system.source}-{translator.system.target}) on "
           f"http://{host}:{port}/", file=sys.stderr, flush=True)
