@@ -217,6 +217,25 @@ def output_scores(hypotheses: list[str], references: list[str], lang: str) -> di
 
 # -- measuring on a quiet machine, keeping the logs -----------------------------------------------------------------
 
+def work_folder_arguments(p: argparse.ArgumentParser, config_note: str = "") -> None:
+    """--profile, --task, --work-dir, --data-dir, --cache-dir and --config-dir: a built work folder that a benchmark
+    builds more stages in with the pipeline's own tasks (pipeline_params)."""
+    p.add_argument("--profile", default="medium")
+    p.add_argument("--task", required=True)
+    p.add_argument("--work-dir", type=Path, default=Path("work"))
+    p.add_argument("--data-dir", help="the data folder the systems were built from (default: the project's setting)")
+    p.add_argument("--cache-dir", help="the cache folder (default: the project's setting)")
+    p.add_argument("--config-dir", type=Path, help="the configs the systems were built with (default: the "
+                   f"checkout's configs/){config_note}")
+
+
+def pipeline_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The Luigi tasks' shared parameters of work_folder_arguments (and --processes), less config_dir."""
+    return {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
+            "processes": args.processes, **({"data_dir": args.data_dir} if args.data_dir else {}),
+            **({"cache_dir": args.cache_dir} if args.cache_dir else {})}
+
+
 def set_profile_keys(profile: Path, section: str, settings: dict[str, str]) -> None:
     """Set keys of a profile file's [section] (TOML values as written), replacing a key's line or adding it."""
     text = profile.read_text(encoding="utf-8")

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import machine, set_profile_keys  # noqa: E402
+from common import machine, pipeline_params, set_profile_keys, work_folder_arguments  # noqa: E402
 from pipeline.io import read_json, read_lines, write_json  # noqa: E402
 
 SYSTEMS = ("FNMT", "TNMT")
@@ -67,13 +67,7 @@ def compared(system: str, shared, tuned, tuning) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--profile", default="medium")
-    p.add_argument("--task", required=True)
-    p.add_argument("--work-dir", type=Path, default=Path("work"))
-    p.add_argument("--data-dir", help="the data folder the systems were built from (default: the project's setting)")
-    p.add_argument("--cache-dir", help="the cache folder (default: the project's setting)")
-    p.add_argument("--config-dir", type=Path, help="the configs the systems were built with (default: the "
-                   "checkout's configs/)")
+    work_folder_arguments(p)
     p.add_argument("--grid", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5],
                    help="the length penalties to tune over")
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
@@ -93,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     source = args.config_dir or REPO / "configs"
     split = args.split or load_task(args.task, source).splits.devtest[0]
-    common = {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
-              "processes": args.processes, **({"data_dir": args.data_dir} if args.data_dir else {}),
-              **({"cache_dir": args.cache_dir} if args.cache_dir else {})}
+    common = pipeline_params(args)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="length-tuning-") as tmp:
         shared_params = {**common, "config_dir": str(configs_with_grid(source, Path(tmp) / "shared", args.profile,

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import machine, set_profile_keys  # noqa: E402
+from common import machine, pipeline_params, set_profile_keys, work_folder_arguments  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
 
 #: the systems whose rows depend on the tuning window, and the tuning stages each one's choice comes from
@@ -98,13 +98,7 @@ def choice_file(task) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--profile", default="medium")
-    p.add_argument("--task", required=True)
-    p.add_argument("--work-dir", type=Path, default=Path("work"))
-    p.add_argument("--data-dir", help="the data folder the systems were built from (default: the project's setting)")
-    p.add_argument("--cache-dir", help="the cache folder (default: the project's setting)")
-    p.add_argument("--config-dir", type=Path, help="the configs the systems were built with (default: the "
-                   "checkout's configs/), copied once per window")
+    work_folder_arguments(p, ', copied once per window')
     p.add_argument("--windows", type=parse_window, nargs="+",
                    help="START:COUNT windows of the tuning split, at least two (default: the profile's own window "
                    "and the next one of the same size)")
@@ -130,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(windows) < 2:
         raise SystemExit("--windows: give at least two windows to compare")
     split = args.split or load_task(args.task, source).splits.devtest[0]
-    common = {"task_name": args.task, "profile": args.profile, "work_dir": str(args.work_dir),
-              "processes": args.processes, **({"data_dir": args.data_dir} if args.data_dir else {}),
-              **({"cache_dir": args.cache_dir} if args.cache_dir else {})}
+    common = pipeline_params(args)
     rows: dict[str, list[dict]] = {system: [] for system in args.systems}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuning-stability-") as tmp:
