@@ -313,8 +313,9 @@ class Translator:
         if text not in self._term_ids:
             vocab = self.models.tgt_vocab
             if self.pretrained:
-                mapper = self.mapper or self._mapper()  # (PNMT has no lattices, hence no mapper of its own)
-                ids = [i + vocab.offset for i in mapper.text_ids(text)]
+                if self.mapper is None:  # PNMT: no lattices, so no mapper until its first term
+                    self.mapper = self._mapper()
+                ids = [i + vocab.offset for i in self.mapper.text_ids(text)]
             else:
                 if self._target_bpe is None:
                     self._target_bpe = BpeSegmenter(self.system.path(f"text/codes.{self.system.target}"))
