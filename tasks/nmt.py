@@ -45,7 +45,7 @@ class NmtModelTask(PipelineTask):
         return f"{self.architecture}-seed{self.seed}"
 
     def arch_profile(self) -> GruProfile | TransformerProfile:
-        return getattr(self.profile_config.nmt, self.architecture)
+        return self.config.nmt_for(self.profile_config, self.architecture)
 
 
 class TrainNMT(NmtModelTask):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pipeline.config.profile_settings import DataProfile, Profile
+    from pipeline.config.profile_settings import DataProfile, GruProfile, Profile, TransformerProfile
 
 TOKENIZERS = ("moses", "jieba", "mecab")
 CHECKSUM_ALGORITHMS = ("md5", "sha1", "sha256")
@@ -107,6 +107,7 @@ class TaskConfig:
     sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
     corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
     train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
+    max_updates: dict[str, dict[str, int]] = field(default_factory=dict)  # profile -> architecture -> update cap
     pretrained: PretrainedTaskConfig = field(default_factory=PretrainedTaskConfig)  # a pretrained NMT, if any
     path: Path = Path()
 
@@ -118,6 +119,16 @@ class TaskConfig:
         if cap and (data.train_pairs == 0 or data.train_pairs > cap):
             return dataclasses.replace(data, train_pairs=cap)
         return data
+
+    def nmt_for(self, profile: "Profile", architecture: str) -> "GruProfile | TransformerProfile":
+        """The profile's settings of one NMT architecture for this task: its training.max_updates capped by this
+        task's [max_updates.<profile>] entry (the profile's own settings when no cap applies, so that other tasks'
+        models keep their ids)."""
+        arch = getattr(profile.nmt, architecture)
+        cap = self.max_updates.get(profile.name, {}).get(architecture, 0)
+        if cap and (arch.training.max_updates == 0 or arch.training.max_updates > cap):
+            return dataclasses.replace(arch, training=dataclasses.replace(arch.training, max_updates=cap))
+        return arch
 
     def split_names(self) -> tuple[str, ...]:
         """Every split the config names, train first."""

@@ -352,3 +352,19 @@ def test_the_tuning_window_must_end_within_the_prepared_tuning_lines(tmp_path):
     folder = edit_config(tmp_path / "c", "profiles/medium.toml", "tie_bleu = 0.0 ", "tie_bleu = -0.1 ")
     with pytest.raises(ConfigError, match="'lmbr.tie_bleu' must not be negative"):
         config.load_profile("medium", folder)
+
+
+def test_a_task_caps_the_updates_of_a_named_profile_only(tmp_path):
+    jpn, ger = config.load_task("jpn-eng"), config.load_task("ger-eng")
+    medium, tiny = config.load_profile("medium"), config.load_profile("tiny")
+    capped = jpn.nmt_for(medium, "transformer")
+    assert capped.training.max_updates == 3500 < medium.nmt.transformer.training.max_updates
+    assert dataclasses.replace(capped.training, max_updates=5000) == medium.nmt.transformer.training  # only that
+    assert jpn.nmt_for(medium, "gru").training.max_updates == 3500
+    assert jpn.nmt_for(tiny, "gru") == tiny.nmt.gru and ger.nmt_for(medium, "gru") == medium.nmt.gru
+    folder = edit_config(tmp_path / "a", "tasks/jpn-eng.toml", "gru = 3500", "lstm = 3500")
+    with pytest.raises(ConfigError, match=r"jpn-eng.toml: key 'max_updates.medium.lstm' names no NMT architecture"):
+        config.load_task("jpn-eng", folder)
+    folder = edit_config(tmp_path / "b", "tasks/jpn-eng.toml", "gru = 3500", "gru = 0")
+    with pytest.raises(ConfigError, match=r"key 'max_updates.medium.gru' must be at least 1, not 0"):
+        config.load_task("jpn-eng", folder)

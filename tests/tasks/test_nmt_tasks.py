@@ -100,6 +100,23 @@ def test_a_transformer_exports_to_ctranslate2(tmp_path, data_dir):
     assert "model.bin" in export.signature()["stats"]["files"]
 
 
+def test_a_task_config_caps_the_updates_of_one_architecture(tmp_path, data_dir):
+    """[max_updates.<profile>] in the task config: the model trains to the cap, under another id; the other
+    architecture keeps the profile's settings and its id."""
+    plain = shared_params(tmp_path, data_dir, config_dir=quick_configs(tmp_path / "plain"))
+    folder = quick_configs(tmp_path / "capped")
+    task_file = folder / "tasks" / f"{plain['task_name']}.toml"
+    task_file.write_text(task_file.read_text() + "\n[max_updates.tiny]\ngru = 8\n")
+    capped = shared_params(tmp_path, data_dir, config_dir=folder)
+    task = TrainNMT(architecture="gru", seed=1, **capped)
+    assert build(task).status == LuigiStatusCode.SUCCESS
+    assert task.signature()["stats"]["updates"] == 8
+    assert [p.name for p in list_checkpoints(task.artifact_dir() / "checkpoints")][-1] == "checkpoint-00000008.pt"
+    assert task.artifact_dir() != TrainNMT(architecture="gru", seed=1, **plain).artifact_dir()
+    assert (TrainNMT(architecture="transformer", seed=1, **capped).artifact_dir()
+            == TrainNMT(architecture="transformer", seed=1, **plain).artifact_dir())
+
+
 def test_a_profile_with_two_ranks_trains_data_parallel_under_torchrun(tmp_path, data_dir):
     """`ranks = 2` in the profile: TrainNMT launches torchrun with two gloo ranks, which write the same artifact
     layout; the ranks stay out of the artifact's hash (they change the order of a sum, not the model)."""
