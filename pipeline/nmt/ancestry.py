@@ -34,39 +34,45 @@ FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @njit(fastmath=FASTMATH, cache=True)
-def _softmax_in_place(logits: np.ndarray) -> None:
-    """logits [L] (float32) -> their softmax, in place."""
-    top = logits.max()
-    total = np.float32(0.0)
-    for u in range(logits.shape[0]):
-        logits[u] = np.exp(logits[u] - top)
-        total += logits[u]
-    inverse = np.float32(1.0) / total
-    for u in range(logits.shape[0]):
-        logits[u] *= inverse
+def _softmax_rows(logits: np.ndarray, length: int) -> None:
+    """logits [heads, L] (float32) -> the softmax of each row's first `length` entries, in place."""
+    for h in range(logits.shape[0]):
+        top = logits[h, 0]
+        for u in range(1, length):
+            top = max(top, logits[h, u])
+        total = np.float32(0.0)
+        for u in range(length):
+            logits[h, u] = np.exp(logits[h, u] - top)
+            total += logits[h, u]
+        inverse = np.float32(1.0) / total
+        for u in range(length):
+            logits[h, u] *= inverse
 
 
 @njit(fastmath=FASTMATH, cache=True)
 def _attend(query: np.ndarray, cache: np.ndarray, ancestry: np.ndarray, length: int, scale: float,
             out: np.ndarray) -> None:
     """out[r, h] = softmax_u(scale * query[r, h] . keys[u, r, h]) . values[u, r, h] over u < length, where
-    keys/values[u, r] = cache[0/1, u, ancestry[r, u]]."""
+    keys/values[u, r] = cache[0/1, u, ancestry[r, u]]. A row's ancestor of step u is looked up once for all its
+    heads, whose keys and values lie side by side, and one buffer holds every row's logits in turn."""
     rows, heads, size = query.shape
-    for rh in range(rows * heads):
-        r, h = rh // heads, rh % heads
-        logits = np.empty(length, dtype=np.float32)
+    logits = np.empty((heads, length), dtype=np.float32)
+    for r in range(rows):
         for u in range(length):
             j = ancestry[r, u]
-            dot = np.float32(0.0)
-            for d in range(size):
-                dot += query[r, h, d] * cache[0, u, j, h, d]
-            logits[u] = dot * scale
-        _softmax_in_place(logits)
-        out[r, h] = 0.0
+            for h in range(heads):
+                dot = np.float32(0.0)
+                for d in range(size):
+                    dot += query[r, h, d] * cache[0, u, j, h, d]
+                logits[h, u] = dot * scale
+        _softmax_rows(logits, length)
+        out[r] = 0.0
         for u in range(length):
-            j, weight = ancestry[r, u], logits[u]
-            for d in range(size):
-                out[r, h, d] += weight * cache[1, u, j, h, d]
+            j = ancestry[r, u]
+            for h in range(heads):
+                weight = logits[h, u]
+                for d in range(size):
+                    out[r, h, d] += weight * cache[1, u, j, h, d]
 
 
 @njit(fastmath=FASTMATH, cache=True)
@@ -75,22 +81,23 @@ def _attend_sources(query: np.ndarray, keys: np.ndarray, values: np.ndarray, sen
     """out[r, h] = softmax_s(scale * query[r, h] . keys[n, s, h]) . values[n, s, h] over s < lengths[n], with
     n = sentence[r]."""
     rows, heads, size = query.shape
-    for rh in range(rows * heads):
-        r, h = rh // heads, rh % heads
+    logits = np.empty((heads, keys.shape[1]), dtype=np.float32)
+    for r in range(rows):
         n = sentence[r]
         length = lengths[n]
-        logits = np.empty(length, dtype=np.float32)
         for u in range(length):
-            dot = np.float32(0.0)
-            for d in range(size):
-                dot += query[r, h, d] * keys[n, u, h, d]
-            logits[u] = dot * scale
-        _softmax_in_place(logits)
-        out[r, h] = 0.0
+            for h in range(heads):
+                dot = np.float32(0.0)
+                for d in range(size):
+                    dot += query[r, h, d] * keys[n, u, h, d]
+                logits[h, u] = dot * scale
+        _softmax_rows(logits, length)
+        out[r] = 0.0
         for u in range(length):
-            weight = logits[u]
-            for d in range(size):
-                out[r, h, d] += weight * values[n, u, h, d]
+            for h in range(heads):
+                weight = logits[h, u]
+                for d in range(size):
+                    out[r, h, d] += weight * values[n, u, h, d]
 
 
 def attend_sources(query: Tensor, keys: Tensor, values: Tensor, sentence: Tensor, lengths: Tensor) -> Tensor:
