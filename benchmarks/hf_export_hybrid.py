@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, machine  # noqa: E402
 from pipeline.evaluation import corpus_bleu  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
-from pipeline.nmt.export_hf import ExportedVocabulary, export_checkpoint  # noqa: E402
-from pipeline.nmt.pretrained import PretrainedModel  # noqa: E402
+from pipeline.nmt.export_hf import ExportedVocabulary, export_checkpoint, load_exported  # noqa: E402
 from pipeline.nmt.system import system_members  # noqa: E402
 
 import torch  # noqa: E402
@@ -56,21 +55,6 @@ class ExportedSource:
         return self.vocab.source_offset + self.vocab.source.eos_id
 
 
-class TargetScores(PretrainedModel):
-    """The adapter over an exported model, its scores cut to the target vocabulary (the joint table's first
-    `size` ids), the width of the pipeline's L matrices and acceptors. Exact: the source entries' logits are -inf
-    (final_logits_bias), so the joint log-softmax of a target id is the target-only one."""
-
-    def __init__(self, model, vocab: ExportedVocabulary) -> None:
-        target = vocab.target
-        super().__init__(model, target.bos_id, target.eos_id, target.pad_id)
-        self.size = self.tgt_vocab_size = len(target)
-
-    def step(self, state, prev_tokens: torch.Tensor):
-        log_probs, state = super().step(state, prev_tokens)
-        return log_probs[:, :self.size].contiguous(), state
-
-
 def pipeline_task(system: str, args: argparse.Namespace):
     """The pipeline's decoding task of `system` on the split (the task's devtest unless --split), built."""
     from tasks.systems import translation_task
@@ -89,8 +73,6 @@ def pipeline_task(system: str, args: argparse.Namespace):
 
 def exported_models(task, out_dir: Path, device: torch.device):
     """LoadedModels whose ensemble is the exported Transformer of the task's NMT system, driven by our search."""
-    from transformers import AutoModelForSeq2SeqLM
-
     from pipeline.decode.translate import LoadedModels
     from pipeline.nmt.interface import Ensemble
 
@@ -98,9 +80,8 @@ def exported_models(task, out_dir: Path, device: torch.device):
     if len(members) != 1:
         raise SystemExit(f"{task.system}: its NMT system has {len(members)} models; only one model is supported")
     folder = export_checkpoint(members[0], out_dir)
-    vocab = ExportedVocabulary.load(folder)
-    adapter = TargetScores(AutoModelForSeq2SeqLM.from_pretrained(folder).to(device), vocab)
-    return LoadedModels(Ensemble([adapter.eval()]), ExportedSource(vocab), vocab.target, [folder], device), members[0]
+    model, vocab = load_exported(folder, device)
+    return LoadedModels(Ensemble([model]), ExportedSource(vocab), vocab.target, [folder], device), members[0]
 
 
 def references(system: str, task) -> list[str]:

@@ -18,7 +18,8 @@ forced EOS would change the search). Reported: how many 1-best outputs agree.
 
 LMBR's overhead: ours again with the LMBR hook (the profile's [lmbr] gains, lambda and patience, or --gains and
 --nmt-lambda), same model, sentences and batches. L comes from --lmatrices (the pipeline's L shards in the model's
-units, sentence i = line i of --source), else it is synthetic: the n-gram posteriors (orders 1-4, theta from
+units, sentence i = line i of --source; for an exported model, the shards of the model it was exported from: its
+scores are read back as wide as the target vocabulary), else it is synthetic: the n-gram posteriors (orders 1-4, theta from
 --precisions) of the model's own --evidence-beam-best list of each sentence (from our decoder, untimed), each string
 <s> ... </s> with probability proportional to exp(score). Real L comes from PBMT lattices, with other n-grams and
 other sizes (the accelerated system's 200-best: a median of 558 n-grams and 340 rows per sentence, small eng-ger);
@@ -81,17 +82,12 @@ class Subject:
 
 def load_subject(folder: Path, source: str, count: int, languages: tuple[str, str]) -> Subject:
     """An exported folder (BPE input, target ids as ours) or a tokenizer's folder (raw text, ids shifted by one)."""
-    from pipeline.nmt.export_hf import VOCABULARY_FILE, ExportedVocabulary
+    from pipeline.nmt.export_hf import VOCABULARY_FILE, load_exported
     from pipeline.text.bpe import merge_bpe
 
     lines = [(i, line) for i, line in enumerate(first_lines(Path(source), 10 * count + 100)) if line.strip()][:count]
     if (folder / VOCABULARY_FILE).is_file():
-        from transformers import AutoModelForSeq2SeqLM
-
-        vocab = ExportedVocabulary.load(folder)
-        target = vocab.target
-        adapter = PretrainedModel(AutoModelForSeq2SeqLM.from_pretrained(folder), target.bos_id, target.eos_id,
-                                  target.pad_id)
+        adapter, vocab = load_exported(folder)
         sources = [vocab.encode_source(line.split()) for _, line in lines]
         words = [len(merge_bpe(line.split())) for _, line in lines]
         kind = "exported by pipeline/nmt/export_hf.py: BPE subwords through its ExportedVocabulary"

@@ -24,6 +24,8 @@ target_vocab.json, our Vocabulary format) and lmbr_vocabulary.json (the offset a
 `transformers` tokenizer: the text path is the project's (tokenize, truecase, subword-nmt BPE; pipeline/text/), and
 `transformers` has no tokenizer for subword-nmt's "@@ " units. A user passes ids: :class:`ExportedVocabulary`
 turns BPE subwords into the encoder's ids (EOS appended, as our encoder expects) and output ids into subwords.
+:func:`load_exported` reads such a folder back for our own search (:class:`ExportedModel`), its scores as wide as the
+target vocabulary, so that the pipeline's L matrices and acceptors index them as they index our model's.
 
 transformers is an optional dependency (the `hf` extra); importing this module does not need it.
 """
@@ -38,6 +40,7 @@ import torch
 
 from pipeline.io import atomic_dir, read_json, write_json
 from pipeline.nmt.checkpoint import load_checkpoint, load_vocabularies, model_from_checkpoint
+from pipeline.nmt.pretrained import PretrainedModel
 from pipeline.nmt.transformer import TransformerModel
 from pipeline.vocab import Vocabulary
 
@@ -217,3 +220,26 @@ def export_checkpoint(checkpoint: Path, out_dir: Path) -> Path:
     ckpt = load_checkpoint(checkpoint)
     src_vocab, tgt_vocab = load_vocabularies(ckpt)
     return export_model(model_from_checkpoint(ckpt), src_vocab, tgt_vocab, out_dir)
+
+
+class ExportedModel(PretrainedModel):
+    """An exported model behind the step interface (pipeline/nmt/interface.py), its scores cut to the target
+    vocabulary (the joint table's first len(target) ids): log_probs [rows, len(target)]. Exact: the source entries'
+    logits are -inf (final_logits_bias), so the joint log-softmax of a target id is the target-only one."""
+
+    def __init__(self, model, vocab: ExportedVocabulary) -> None:
+        target = vocab.target
+        super().__init__(model, target.bos_id, target.eos_id, target.pad_id)
+        self.tgt_vocab_size = len(target)
+
+    def step(self, state, prev_tokens: torch.Tensor):
+        log_probs, state = super().step(state, prev_tokens)
+        return log_probs[:, :self.tgt_vocab_size].contiguous(), state
+
+
+def load_exported(folder: Path, device: torch.device = torch.device("cpu")) -> tuple[ExportedModel,
+                                                                                       ExportedVocabulary]:
+    """An exported folder read back for our search (eval mode, on `device`) with its vocabularies."""
+    vocab = ExportedVocabulary.load(folder)
+    model = _transformers().AutoModelForSeq2SeqLM.from_pretrained(folder).to(device)
+    return ExportedModel(model, vocab).eval(), vocab

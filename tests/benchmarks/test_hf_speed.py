@@ -84,6 +84,7 @@ def test_hf_speed_exports_our_checkpoint_and_feeds_it_bpe_and_marks_a_loaded_mac
                            "--max-load", "0", "--load-timeout", "0")
     check_report(report)
     assert report["model"]["model_type"] == "blenderbot" and "BPE" in report["model"]["input"]
+    assert report["model"]["target_vocab_size"] == 9 + 4  # t0-t8 and the specials: the width of the pipeline's L
     assert report["data"]["source_words"] == 2 + 3 + 1 + 3 + 2 + 4  # BPE merged; the empty line skipped
     assert 0 < report["ours_1best_at_length_limit"] < SENTENCES  # generate's limit is ours
     assert report["taken_on_a_loaded_machine"] and report["loaded_runs"] == 3

@@ -19,7 +19,8 @@ pytest.importorskip("transformers")
 from pipeline.decode.batching import decode_sources  # noqa: E402
 from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.nmt.checkpoint import save_checkpoint  # noqa: E402
-from pipeline.nmt.export_hf import ExportedVocabulary, export_checkpoint, export_model, hf_model  # noqa: E402
+from pipeline.nmt.export_hf import (ExportedVocabulary, export_checkpoint, export_model, hf_model,  # noqa: E402
+                                    load_exported)
 from pipeline.nmt.pretrained import PretrainedModel  # noqa: E402
 from pipeline.nmt.transformer import TransformerConfig, TransformerModel  # noqa: E402
 from pipeline.vocab import Vocabulary  # noqa: E402
@@ -173,6 +174,25 @@ def test_our_decoder_over_the_exported_model_gives_the_same_nbest(exported, voca
     ours = our_nbest(model, [src_vocab.encode(s) + [src_vocab.eos_id] for s in sources], batch=3)
     over_export = our_nbest(adapter, [vocab.encode_source(s) for s in sources], batch=3)
     assert_same_nbest(over_export, ours, vocab)
+
+
+def test_the_folder_read_back_scores_as_wide_as_the_target_vocabulary(exported, vocabularies):
+    """load_exported: the pipeline's L and acceptors (target width) index its scores; they and its n-best are ours."""
+    model, theirs, _, folder = exported
+    src_vocab, tgt_vocab = vocabularies
+    adapter, vocab = load_exported(folder)
+    assert adapter.tgt_vocab_size == len(tgt_vocab) < vocab.size
+    sources = random_sources(5, seed=11)
+    src, lengths = padded([src_vocab.encode(s) + [src_vocab.eos_id] for s in sources], src_vocab.pad_id)
+    joint, _ = padded([vocab.encode_source(s) for s in sources], theirs.config.pad_token_id)
+    bos = torch.full((len(sources),), tgt_vocab.bos_id)
+    with torch.no_grad():
+        expected, _ = model.step(model.encode(src, lengths), bos)
+        got, _ = adapter.step(adapter.encode(joint, lengths), bos)
+    assert got.shape == expected.shape == (len(sources), len(tgt_vocab))
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=0)
+    assert_same_nbest(our_nbest(adapter, [vocab.encode_source(s) for s in sources], batch=2),
+                      our_nbest(model, [src_vocab.encode(s) + [src_vocab.eos_id] for s in sources], batch=2), vocab)
 
 
 def test_the_folder_and_its_vocabularies(exported, vocabularies, tmp_path):
