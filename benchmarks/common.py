@@ -251,16 +251,26 @@ def set_profile_keys(profile: Path, section: str, settings: dict[str, str]) -> N
     profile.write_text(head + found + body + nxt + tail, encoding="utf-8")
 
 
+def wait_for_load(max_load: float, timeout_seconds: float, poll: float = 10.0) -> dict[str, Any]:
+    """Wait until the 1-minute load average is below `max_load`, at most `timeout_seconds`; what the start saw
+    (load_at_start, waited_s, quiet: whether the load was below max_load)."""
+    started = time.monotonic()
+    while True:
+        load = os.getloadavg()[0]
+        waited = time.monotonic() - started
+        if load < max_load or waited >= timeout_seconds:
+            return {"load_at_start": round(load, 2), "waited_s": round(waited, 1), "quiet": load < max_load}
+        time.sleep(min(poll, max(0.0, timeout_seconds - waited)))
+
+
 def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
     """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).
     SystemExit after `timeout_minutes`: a figure measured beside other work is not reported."""
-    deadline = time.monotonic() + 60 * timeout_minutes
-    while (load := os.getloadavg())[0] >= max_load:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"{what}: the 1-minute load stayed at or above {max_load} for {timeout_minutes:g} "
-                             f"minutes (now {load[0]:.2f}); not measured on a busy machine")
-        time.sleep(10)
-    return [round(x, 2) for x in load]
+    seen = wait_for_load(max_load, 60 * timeout_minutes)
+    if not seen["quiet"]:
+        raise SystemExit(f"{what}: the 1-minute load stayed at or above {max_load} for {timeout_minutes:g} "
+                         f"minutes (now {seen['load_at_start']:.2f}); not measured on a busy machine")
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def keep_log(source: Path, logs_dir: Path, name: str) -> str:

@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, first_lines, machine  # noqa: E402
+from common import REPO, first_lines, machine, wait_for_load  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.batching import position_limit  # noqa: E402
@@ -190,20 +190,9 @@ def synthetic_lmatrices(subject: Subject, args: argparse.Namespace, profile, fol
             "nnz": statistics.median(m.nnz for m in matrices)}}
 
 
-def wait_for_quiet(max_load: float, timeout: float, poll: float = 5.0) -> dict[str, Any]:
-    """Wait until the 1-minute load average is below max_load, at most `timeout` seconds; what the start saw."""
-    started = time.monotonic()
-    while True:
-        load = os.getloadavg()[0]
-        waited = time.monotonic() - started
-        if load < max_load or waited >= timeout:
-            return {"load_at_start": round(load, 2), "waited_s": round(waited, 1), "quiet": load < max_load}
-        time.sleep(min(poll, max(0.0, timeout - waited)))
-
-
 def timed_run(name: str, fn: Callable[[], Any], words: int, args: argparse.Namespace) -> tuple[dict, Any]:
     """One run of `fn` after waiting for a quiet machine: its figures and its result."""
-    start = wait_for_quiet(args.max_load, args.load_timeout)
+    start = wait_for_load(args.max_load, args.load_timeout, poll=5.0)
     began = time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - began
