@@ -200,7 +200,7 @@ class NMTSystem(PipelineTask):
 
     def requires(self) -> list[AverageCheckpoints]:
         arch = self.architecture()
-        seeds = getattr(self.profile_config.nmt, arch).training.seeds
+        seeds = self.config.nmt_for(self.profile_config, arch).training.seeds
         return [self.clone(AverageCheckpoints, architecture=arch, seed=seed) for seed in seeds]
 
     def params(self) -> dict[str, Any]:
@@ -232,7 +232,7 @@ class ShrinkEnsemble(PipelineTask):
         return self.clone(NMTSystem, system="FNMT")
 
     def params(self) -> dict[str, Any]:
-        gru = self.profile_config.nmt.gru
+        gru = self.config.nmt_for(self.profile_config, "gru")
         return {"system": "FNMT", "sizes": [gru.embed_size, gru.hidden_size, gru.attention_size]}
 
     def build(self, out: Path) -> dict[str, Any]:

@@ -88,7 +88,7 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
         curves = {}
         for system, architecture in NMT_SYSTEMS.items():
             if any(NMT_MODELS_OF.get(s) == system for s in self.systems):
-                for seed in getattr(self.profile_config.nmt, architecture).training.seeds:
+                for seed in self.config.nmt_for(self.profile_config, architecture).training.seeds:
                     folder = self.clone(TrainNMT, architecture=architecture, seed=seed).artifact_dir()
                     curves[f"{self.task_name} {system} {architecture} seed {seed}"] = read_curve(folder / "metrics.csv")
         return curves

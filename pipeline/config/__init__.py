@@ -41,13 +41,16 @@ def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
     for profile_name, pairs in config.train_pairs.items():
         if pairs < 1:
             raise ConfigError(f"{path}: key 'train_pairs.{profile_name}' must be at least 1, not {pairs}")
-    for profile_name, caps in config.max_updates.items():
-        for architecture, updates in caps.items():
-            key = f"max_updates.{profile_name}.{architecture}"
+    config = dataclasses.replace(config, path=path)
+    for profile_name, architectures in config.nmt.items():
+        if profile_name not in available("profiles", config_dir):
+            raise ConfigError(f"{path}: key 'nmt.{profile_name}' names no profile "
+                              f"(known: {', '.join(available('profiles', config_dir))})")
+        for architecture in architectures:
             if architecture not in ("gru", "transformer"):
-                raise ConfigError(f"{path}: key '{key}' names no NMT architecture (known: gru, transformer)")
-            if updates < 1:
-                raise ConfigError(f"{path}: key '{key}' must be at least 1, not {updates}")
+                raise ConfigError(f"{path}: key 'nmt.{profile_name}.{architecture}' names no NMT architecture "
+                                  "(known: gru, transformer)")
+            config.nmt_for(load_profile(profile_name, config_dir), architecture)
     config = dataclasses.replace(config, path=path)
     check_task(config)
     return config

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.config.toml_tables import build_dataclass
 from pipeline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -107,7 +108,9 @@ class TaskConfig:
     sacrebleu: dict[str, str] = field(default_factory=dict)  # split -> sacrebleu test set (its <source>-<target>)
     corpora: tuple[CorpusConfig, ...] = ()  # training corpora by name, read when the profile's train_source says so
     train_pairs: dict[str, int] = field(default_factory=dict)  # profile name -> at most this many training pairs
-    max_updates: dict[str, dict[str, int]] = field(default_factory=dict)  # profile -> architecture -> update cap
+    # profile name -> architecture (gru, transformer) -> settings of that profile's [nmt.<architecture>] replaced
+    # for this task (a table as the profile's, `training` nested; what it leaves out stays the profile's)
+    nmt: dict[str, dict[str, dict]] = field(default_factory=dict)
     pretrained: PretrainedTaskConfig = field(default_factory=PretrainedTaskConfig)  # a pretrained NMT, if any
     path: Path = Path()
 
@@ -121,14 +124,21 @@ class TaskConfig:
         return data
 
     def nmt_for(self, profile: "Profile", architecture: str) -> "GruProfile | TransformerProfile":
-        """The profile's settings of one NMT architecture for this task: its training.max_updates capped by this
-        task's [max_updates.<profile>] entry (the profile's own settings when no cap applies, so that other tasks'
-        models keep their ids)."""
+        """The profile's settings of one NMT architecture for this task: the profile's [nmt.<architecture>] with this
+        task's [nmt.<profile>.<architecture>] entries in their place (the profile's own settings when the task has
+        none, so that other tasks' models keep their ids). ConfigError naming the task file and key for a wrong
+        type or an out-of-range value."""
         arch = getattr(profile.nmt, architecture)
-        cap = self.max_updates.get(profile.name, {}).get(architecture, 0)
-        if cap and (arch.training.max_updates == 0 or arch.training.max_updates > cap):
-            return dataclasses.replace(arch, training=dataclasses.replace(arch.training, max_updates=cap))
-        return arch
+        table = self.nmt.get(profile.name, {}).get(architecture)
+        if not table:
+            return arch
+        prefix = f"nmt.{profile.name}.{architecture}"
+        merged = build_dataclass(type(arch), _replaced(_as_table(arch), table), self.path, prefix + ".")
+        replaced = dataclasses.replace(profile.nmt, **{architecture: merged})
+        for key, problem in replaced.problems():
+            if key.startswith(architecture + "."):
+                raise ConfigError(f"{self.path}: key 'nmt.{profile.name}.{key}' {problem}")
+        return merged
 
     def split_names(self) -> tuple[str, ...]:
         """Every split the config names, train first."""
@@ -145,6 +155,24 @@ class TaskConfig:
         raise ConfigError(f"{self.path}: split {split!r} is not named in [splits] "
                           f"(known: {', '.join(self.split_names())})")
 
+
+
+def _as_table(settings: object) -> dict:
+    """A settings dataclass as the TOML table it was read from (tuples as lists)."""
+    def table(value):
+        if isinstance(value, dict):
+            return {k: table(v) for k, v in value.items()}
+        return list(value) if isinstance(value, tuple) else value
+    return table(dataclasses.asdict(settings))
+
+
+def _replaced(table: dict, replacements: dict) -> dict:
+    """`table` with the entries of `replacements` in place (nested tables merged key by key)."""
+    merged = dict(table)
+    for key, value in replacements.items():
+        merged[key] = (_replaced(table[key], value) if isinstance(value, dict) and isinstance(table.get(key), dict)
+                       else value)
+    return merged
 
 
 def check_task(config: TaskConfig) -> None:

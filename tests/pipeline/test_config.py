@@ -354,17 +354,28 @@ def test_the_tuning_window_must_end_within_the_prepared_tuning_lines(tmp_path):
         config.load_profile("medium", folder)
 
 
-def test_a_task_caps_the_updates_of_a_named_profile_only(tmp_path):
+def test_a_task_replaces_nmt_settings_of_a_named_profile_only(tmp_path):
     jpn, ger = config.load_task("jpn-eng"), config.load_task("ger-eng")
     medium, tiny = config.load_profile("medium"), config.load_profile("tiny")
-    capped = jpn.nmt_for(medium, "transformer")
-    assert capped.training.max_updates == 3500 < medium.nmt.transformer.training.max_updates
-    assert dataclasses.replace(capped.training, max_updates=5000) == medium.nmt.transformer.training  # only that
+    replaced = jpn.nmt_for(medium, "transformer")
+    assert replaced.training.max_updates == 3500 < medium.nmt.transformer.training.max_updates
+    assert dataclasses.replace(replaced.training, max_updates=5000) == medium.nmt.transformer.training  # only that
     assert jpn.nmt_for(medium, "gru").training.max_updates == 3500
     assert jpn.nmt_for(tiny, "gru") == tiny.nmt.gru and ger.nmt_for(medium, "gru") == medium.nmt.gru
-    folder = edit_config(tmp_path / "a", "tasks/jpn-eng.toml", "gru = 3500", "lstm = 3500")
-    with pytest.raises(ConfigError, match=r"jpn-eng.toml: key 'max_updates.medium.lstm' names no NMT architecture"):
-        config.load_task("jpn-eng", folder)
-    folder = edit_config(tmp_path / "b", "tasks/jpn-eng.toml", "gru = 3500", "gru = 0")
-    with pytest.raises(ConfigError, match=r"key 'max_updates.medium.gru' must be at least 1, not 0"):
-        config.load_task("jpn-eng", folder)
+    folder = edit_config(tmp_path / "a", "tasks/jpn-eng.toml", "[nmt.medium.gru.training]\nmax_updates = 3500",
+                         "[nmt.medium.gru]\ndropout = 0.3\n[nmt.medium.gru.training]\nseeds = [1, 2]")
+    gru = config.load_task("jpn-eng", folder).nmt_for(medium, "gru")
+    assert (gru.dropout, gru.training.seeds, gru.training.max_updates) == (0.3, (1, 2), 4000)
+    for case, (old, new, error) in enumerate([
+            ("[nmt.medium.gru.training]", "[nmt.medium.lstm.training]",
+             r"jpn-eng.toml: key 'nmt.medium.lstm' names no NMT architecture"),
+            ("[nmt.medium.gru.training]", "[nmt.huge.gru.training]", r"key 'nmt.huge' names no profile"),
+            ("max_updates = 3500\n\n[nmt.medium.gru", "max_update = 3500\n\n[nmt.medium.gru",
+             r"jpn-eng.toml: unknown key 'nmt.medium.transformer.training.max_update'"),
+            ("[nmt.medium.gru.training]\nmax_updates = 3500", "[nmt.medium.gru]\ndropout = 1.5",
+             r"jpn-eng.toml: key 'nmt.medium.gru.dropout' must be in \[0, 1\)"),
+            ("[nmt.medium.gru.training]\nmax_updates = 3500", "[nmt.medium.gru.training]\nmax_updates = \"many\"",
+             r"jpn-eng.toml: key 'nmt.medium.gru.training.max_updates' must be int, not str")]):
+        folder = edit_config(tmp_path / str(case), "tasks/jpn-eng.toml", old, new)
+        with pytest.raises(ConfigError, match=error):
+            config.load_task("jpn-eng", folder)

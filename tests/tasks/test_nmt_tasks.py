@@ -100,20 +100,20 @@ def test_a_transformer_exports_to_ctranslate2(tmp_path, data_dir):
     assert "model.bin" in export.signature()["stats"]["files"]
 
 
-def test_a_task_config_caps_the_updates_of_one_architecture(tmp_path, data_dir):
-    """[max_updates.<profile>] in the task config: the model trains to the cap, under another id; the other
-    architecture keeps the profile's settings and its id."""
+def test_a_task_config_replaces_the_nmt_settings_of_one_architecture(tmp_path, data_dir):
+    """[nmt.<profile>.<arch>] in the task config: the model trains with the task's settings, under another id; the
+    other architecture keeps the profile's settings and its id."""
     plain = shared_params(tmp_path, data_dir, config_dir=quick_configs(tmp_path / "plain"))
-    folder = quick_configs(tmp_path / "capped")
+    folder = quick_configs(tmp_path / "replaced")
     task_file = folder / "tasks" / f"{plain['task_name']}.toml"
-    task_file.write_text(task_file.read_text() + "\n[max_updates.tiny]\ngru = 8\n")
-    capped = shared_params(tmp_path, data_dir, config_dir=folder)
-    task = TrainNMT(architecture="gru", seed=1, **capped)
+    task_file.write_text(task_file.read_text() + "\n[nmt.tiny.gru.training]\nmax_updates = 8\n")
+    replaced = shared_params(tmp_path, data_dir, config_dir=folder)
+    task = TrainNMT(architecture="gru", seed=1, **replaced)
     assert build(task).status == LuigiStatusCode.SUCCESS
     assert task.signature()["stats"]["updates"] == 8
     assert [p.name for p in list_checkpoints(task.artifact_dir() / "checkpoints")][-1] == "checkpoint-00000008.pt"
     assert task.artifact_dir() != TrainNMT(architecture="gru", seed=1, **plain).artifact_dir()
-    assert (TrainNMT(architecture="transformer", seed=1, **capped).artifact_dir()
+    assert (TrainNMT(architecture="transformer", seed=1, **replaced).artifact_dir()
             == TrainNMT(architecture="transformer", seed=1, **plain).artifact_dir())
 
 
