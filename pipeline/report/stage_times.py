@@ -105,11 +105,16 @@ def _ordered(times: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
 
 def write_stage_times(out: Path, graph: ArtifactGraph, tasks: Sequence[str], title: str,
                       workers: int = 1) -> list[Path]:
-    """stage_times.{md,csv,png} in `out`, over the artifacts of `graph`."""
-    times = stage_seconds(graph, tasks)
+    """stage_times.{md,csv,png} in `out`, over the artifacts of `graph`. A task none of whose artifacts is finished
+    where the graph says (a merged task whose work folder this report cannot read) gets no column of zeros: the
+    table leaves it out and names it."""
+    times = {task: per_stage for task, per_stage in stage_seconds(graph, tasks).items() if per_stage}
+    unknown = [task for task in tasks if task not in times]
     header, rows = stage_table(times)
+    note = (f"No stage times for {', '.join(unknown)}: none of their artifacts is in a work folder this report "
+            "read.\n" if unknown else "")
     write_text(out / "stage_times.md", render.markdown(header, rows, title) + "\n"
-               + least_wall_time(times, graph, workers) + "\n")
+               + least_wall_time(times, graph, workers) + "\n" + note)
     write_text(out / "stage_times.csv", render.csv_text(header, rows))
     _plot(times, out / "stage_times.png", title)
     return [out / "stage_times.md", out / "stage_times.csv", out / "stage_times.png"]

@@ -55,3 +55,13 @@ def test_longest_chain_equals_the_heaviest_path_found_by_brute_force(tmp_path):
         total, chain = longest_chain(graph)
         assert total == best == sum(seconds[f] for f in chain)
         assert all(chain[i] in graph[chain[i + 1]] for i in range(len(chain) - 1))
+
+
+def test_a_task_whose_artifacts_are_not_readable_is_named_not_shown_as_zeros(tmp_path):
+    align = signature(tmp_path / "medium" / "ger-eng" / "align" / "align-aa", 120.0)
+    gone = tmp_path / "elsewhere" / "medium" / "eng-ger" / "align" / "align-bb"  # a merged task's deleted work folder
+    write_stage_times(tmp_path / "out", {align: [], gone: []}, ["ger-eng", "eng-ger"], "title")
+    csv = (tmp_path / "out" / "stage_times.csv").read_text().splitlines()
+    assert csv[0] == "stage (minutes),ger-eng,all tasks" and csv[1] == "alignment,2.0,2.0"
+    assert (tmp_path / "out" / "stage_times.md").read_text().splitlines()[-1] == (
+        "No stage times for eng-ger: none of their artifacts is in a work folder this report read.")
