@@ -89,6 +89,7 @@ class CompareSystems(SplitTask):
     significance.json, one record per (system, baseline, metric)."""
 
     stage = "significance"
+    version = 2  # 2: a score equal to its baseline's gets p 1.0 (sacrebleu gave it 1/(samples + 1))
     systems = luigi.ListParameter(description="the systems of Table 1 that were built")
 
     def label(self) -> str:

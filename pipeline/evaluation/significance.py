@@ -3,8 +3,10 @@
 For each system and metric (cased BLEU with the target language's tokenizer, and chrF2), sacrebleu resamples the
 test sentences 1000 times with replacement (the same resamples for the system and the baseline; seed 12345 unless
 SACREBLEU_SEED says otherwise), and reports the system's score, the mean and 95% interval (half-width) of its
-resampled scores, and the p-value of the difference to the baseline (the share of resamples whose difference,
-centred, is at least the observed one; Moses' bootstrap-hypothesis-difference-significance.pl).
+resampled scores, and the p-value of the difference to the baseline (the share of resamples whose absolute
+difference, centred, exceeds the observed one, plus one, over the resamples plus one; Moses'
+bootstrap-hypothesis-difference-significance.pl). A score equal to the baseline's gets p 1.0: sacrebleu's strict
+comparison would give a system scored against itself p 1/(samples + 1), a "significant" difference of zero.
 
     paired_bootstrap(("PBMT", hyps), [("LNMT", hyps2)], references, "en")
         -> [{"system": "LNMT", "baseline": "PBMT", "metric": "BLEU", "score": ..., "baseline_score": ...,
@@ -56,5 +58,6 @@ def paired_bootstrap(baseline: tuple[str, Sequence[str]], systems: Sequence[tupl
             records.append({"system": name, "baseline": baseline[0], "metric": label,
                             "score": round(float(result.score), 4), "baseline_score": round(float(base.score), 4),
                             "mean": round(float(result.mean), 4), "ci": round(float(result.ci), 4),
-                            "p_value": round(float(result.p_value), 4), "signature": str(signatures[metric])})
+                            "p_value": 1.0 if result.score == base.score else round(float(result.p_value), 4),
+                            "signature": str(signatures[metric])})
     return records

@@ -40,6 +40,16 @@ def test_a_much_better_system_is_significant_and_a_nearly_equal_one_is_not():
     assert again == records  # seeded resamples
 
 
+
+def test_a_system_equal_to_its_baseline_is_not_significant():
+    """sacrebleu counts resampled differences strictly above the observed one, so a system scored against itself
+    would get p 1/(samples + 1); no difference is never a significant one."""
+    references = corpus(4)
+    baseline = damaged(references, 2, 5)
+    records = paired_bootstrap(("base", baseline), [("same", list(baseline))], references, "en", samples=200)
+    assert [(r["metric"], r["score"] == r["baseline_score"], r["p_value"]) for r in records] == [
+        ("BLEU", True, 1.0), ("chrF2", True, 1.0)]
+
 def test_mismatched_lengths_are_refused():
     with pytest.raises(ValueError, match="sys: 2 hypotheses but 3 references"):
         paired_bootstrap(("base", ["a", "b", "c"]), [("sys", ["a", "b"])], ["a", "b", "c"], "en")
