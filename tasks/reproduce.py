@@ -23,9 +23,9 @@ from pipeline.deploy.system import KINDS, PRETRAINED_KINDS
 from pipeline.errors import PipelineError
 from pipeline.io import write_text
 from pipeline.report.learning_curves import write_learning_curves
-from pipeline.report.merge import ReportInputs, check_mergeable, load_inputs, merge, save_inputs
+from pipeline.report.merge import INPUTS_FILE, ReportInputs, check_mergeable, load_inputs, merge, save_inputs
 from pipeline.report.provenance import build_span_seconds, footer, run_provenance
-from pipeline.report.stage_times import write_stage_times
+from pipeline.report.stage_times import task_times, write_stage_times
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", metavar="DIR",
                    help="also export every chosen system of every task (and Table 2 variant) into DIR/<task>/<system>"
                         "[-<variant>]/, for `lmbr translate --system` and `lmbr serve` (MBR is not exported)")
+    p.add_argument("--report-only", action="store_true",
+                   help="build nothing: write the tables of --out again from its report_inputs.json with this "
+                        "version's report code (each task keeps the provenance of the run that produced it)")
+    p.add_argument("--merge-report", metavar="DIR",
+                   help="build nothing: merge the report folder DIR (another run's --out, e.g. from another machine) "
+                        "into --out, its cells replacing the same cells, and write the tables")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
     return p
 
@@ -186,7 +192,50 @@ def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
     return sorted(stops)
 
 
+def write_tables(out: Path, inputs: ReportInputs, workers: int) -> list[Path]:
+    """Every table and figure of `inputs` into `out`, what produced them under each table, and the inputs themselves
+    (report_inputs.json); their paths."""
+    notes = {s: SYSTEM_NOTES[s] for s in inputs.systems if s in SYSTEM_NOTES}
+    paths = write_report(out, inputs.records, inputs.tasks, inputs.systems, inputs.data_rows, inputs.profile,
+                         inputs.eval_set, inputs.figures, inputs.significance, notes)
+    paths += write_learning_curves(out, inputs.curves, inputs.profile, inputs.guard_stops)
+    paths += write_stage_times(out, inputs.stage_times, inputs.tasks,
+                               f"Build time of every stage per task, profile {inputs.profile}", workers)
+    produced_by = footer(inputs.provenance, inputs.tasks)
+    for path in paths:  # under each table: what produced it
+        if path.suffix == ".md":
+            write_text(path, path.read_text(encoding="utf-8").rstrip("\n") + "\n" + produced_by)
+    return paths + [save_inputs(out, inputs)]
+
+
+def _saved_report(folder: Path) -> ReportInputs:
+    inputs = load_inputs(folder)
+    if inputs is None or not inputs.profile:
+        raise PipelineError(f"{folder} holds no {INPUTS_FILE}: no report to write the tables from")
+    return inputs
+
+
+def rewrite_report(out: Path, other: Path | None = None) -> int:
+    """--report-only: the tables of `out` written again from its report_inputs.json by this version's report code;
+    nothing is built, and each task keeps the provenance of the run that produced it. With --merge-report, the
+    report in `other` (a run on another machine or in another work folder) is merged in first, its cells replacing
+    the same cells of `out` as a run's would; `out` may then be new."""
+    inputs = None if other is not None and load_inputs(out) is None else _saved_report(out)
+    if other is not None:
+        extra = _saved_report(other)
+        check_mergeable(inputs, extra.profile, extra.eval_set, out)
+        inputs = merge(inputs, extra, system_order=TABLE_SYSTEMS)
+    workers = max((p.get("workers", 1) for p in inputs.provenance.values()), default=1)
+    paths = write_tables(out, inputs, workers)
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.report_only or args.merge_report:
+        profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
+        return rewrite_report(Path(args.out or default_out(profile, args.eval_set)),
+                              Path(args.merge_report) if args.merge_report else None)
     if args.workers < 1 or (args.processes is not None and args.processes < 1):
         raise PipelineError("--workers and --processes must be at least 1")
     config_dir = Path(args.config_dir or luigi.configuration.get_config().get("lmbr", "config_dir",
@@ -257,21 +306,12 @@ def run(args: argparse.Namespace) -> int:
         significance=[record for report in reports for record in report.significance()],
         figures=[figure for report in reports for figure in report.speed_figures()],
         curves={label: curve for report in reports for label, curve in report.learning_curves().items()},
-        guard_stops=guard_stops, graph=graph, provenance=provenance)
+        guard_stops=guard_stops, graph=graph, provenance=provenance, stage_times=task_times(graph, tasks))
     merged = merge(previous, this_run, system_order=TABLE_SYSTEMS)
     if previous is not None and not previous.profile:
         print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "
               "figures are kept, its other tables hold this run's tasks", file=sys.stderr)
-    paths = write_report(out, merged.records, merged.tasks, merged.systems, merged.data_rows, profile, args.eval_set,
-                         merged.figures, merged.significance, {s: SYSTEM_NOTES[s] for s in merged.systems if s in SYSTEM_NOTES})
-    paths += write_learning_curves(out, merged.curves, profile, merged.guard_stops)
-    paths += write_stage_times(out, merged.graph, merged.tasks,
-                               f"Build time of every stage per task, profile {profile}", args.workers)
-    produced_by = footer(merged.provenance, merged.tasks)
-    for path in paths:  # under each table: what produced it
-        if path.suffix == ".md":
-            write_text(path, path.read_text(encoding="utf-8").rstrip("\n") + "\n" + produced_by)
-    paths.append(save_inputs(out, merged))
+    paths = write_tables(out, merged, args.workers)
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in guard_stops:
         print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "

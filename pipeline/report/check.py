@@ -7,7 +7,7 @@ CI runs it after `make reproduce`, so a run that fails to write the tables fails
 
 The promised files are the README's: table1, data_summary and (with Table 2 tasks) table2 as md/csv/tex,
 table1_chrf.{md,csv}, significance.{md,csv} (with PBMT and a hybrid), finding.{md,csv} (with PBMT and an NMT
-system), figure1.{md,csv,png}, stage_times.{md,csv,png}, results.json, and figure2/figure3_<task>_<FNMT|TNMT>.{png,json} for each Table 2 task. Exit status 1 lists every
+system), regime.{md,csv} (with PBMT, TNMT and LTNMT), figure1.{md,csv,png}, stage_times.{md,csv,png}, results.json, and figure2/figure3_<task>_<FNMT|TNMT>.{png,json} for each Table 2 task. Exit status 1 lists every
 problem.
 """
 from __future__ import annotations
@@ -37,6 +37,8 @@ def promised_files(systems: Sequence[str], table2_tasks: Sequence[str]) -> list[
         names += ["significance.md", "significance.csv"]
     if "PBMT" in systems and ({"FNMT", "TNMT"} & set(systems)):
         names += ["finding.md", "finding.csv"]
+    if {"PBMT", "TNMT", "LTNMT"} <= set(systems):
+        names += ["regime.md", "regime.csv"]
     neural = [s for s in systems if s != "PBMT"]
     if neural:
         names += ["figure1.md", "figure1.csv", "figure1.png"]

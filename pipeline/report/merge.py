@@ -3,18 +3,19 @@ the others, each with the signature of the run that made it.
 
 Beside the tables, the folder keeps what they were written from in `report_inputs.json` (the profile, the evaluation
 set, the tasks and systems, the data rows, the significance rows, the figures' names, the learning curves, the
-wall-clock guard's stops, the artifact graph of the stage times and each task's provenance); the scores themselves,
+wall-clock guard's stops, the artifact graph, and each task's provenance and stage times); the scores themselves,
 each with its signature, are results.json. A later run into the same folder merges its inputs into those:
 
 - a score (a cell of Table 1, Table 2, the chrF table and Figure 1) by task, system and variant;
-- a data row and a provenance (pipeline/report/provenance.py) by task, a learning curve by model, a guard stop by
-  model, a figure by file name, an artifact of the stage times by folder;
+- a data row, a provenance (pipeline/report/provenance.py) and the stage times (pipeline/report/stage_times.py) by
+  task, a learning curve by model, a guard stop by model, a figure by file name, an artifact of the graph by folder;
 - a significance row by (task, system, baseline, metric); an earlier row whose system or baseline was scored again
   and not compared again is dropped, since one of its two scores has changed.
 
 A folder of another profile or evaluation set
 is not merged into (`check_mergeable`). A folder written before `report_inputs.json` existed gives its scores
-(results.json) and figures alone.
+(results.json) and figures alone; one written before the stage times were kept gives those its graph's artifacts
+still hold.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Any, Sequence
 from pipeline.errors import PipelineError
 from pipeline.io import read_json, write_json
 from pipeline.report.learning_curves import Curve
+from pipeline.report.stage_times import TaskTimes, task_times
 from pipeline.report.tables import Record
 
 __all__ = ["INPUTS_FILE", "ReportInputs", "check_mergeable", "load_inputs", "merge", "save_inputs"]
@@ -50,6 +52,7 @@ class ReportInputs:
     guard_stops: list[str] = field(default_factory=list)  # "task architecture seed N: ..."
     graph: dict[Path, list[Path]] = field(default_factory=dict)  # artifact folder: the folders it is built from
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # by task (pipeline/report/provenance.py)
+    stage_times: dict[str, TaskTimes] = field(default_factory=dict)  # by task (pipeline/report/stage_times.py)
 
 
 def save_inputs(out: Path, inputs: ReportInputs) -> Path:
@@ -59,7 +62,7 @@ def save_inputs(out: Path, inputs: ReportInputs) -> Path:
         "data_rows": inputs.data_rows, "significance": inputs.significance,
         "figures": [name for name, _ in inputs.figures], "curves": inputs.curves, "guard_stops": inputs.guard_stops,
         "graph": {str(folder): [str(p) for p in inputs] for folder, inputs in inputs.graph.items()},
-        "provenance": inputs.provenance})
+        "provenance": inputs.provenance, "stage_times": inputs.stage_times})
     return out / INPUTS_FILE
 
 
@@ -78,13 +81,14 @@ def load_inputs(out: Path) -> ReportInputs | None:
                             systems=list(dict.fromkeys(r.system for r in records if r.system != "ROUNDTRIP")),
                             records=records, figures=[(name, out / name) for name in names])
     saved = read_json(out / INPUTS_FILE)
+    graph = {Path(folder): [Path(p) for p in inputs] for folder, inputs in saved["graph"].items()}
     return ReportInputs(
         profile=saved["profile"], eval_set=saved["eval_set"], tasks=saved["tasks"], systems=saved["systems"],
         records=records, data_rows=saved["data_rows"], significance=saved["significance"],
         figures=[(name, out / name) for name in saved["figures"] if (out / name).exists()], curves=saved["curves"],
         guard_stops=saved["guard_stops"],
-        graph={Path(folder): [Path(p) for p in inputs] for folder, inputs in saved["graph"].items()},
-        provenance=saved.get("provenance", {}))
+        graph=graph, provenance=saved.get("provenance", {}),
+        stage_times=saved["stage_times"] if "stage_times" in saved else task_times(graph, saved["tasks"]))
 
 
 def check_mergeable(previous: ReportInputs | None, profile: str, eval_set: str, out: Path) -> None:
@@ -145,4 +149,5 @@ def merge(old: ReportInputs | None, new: ReportInputs, task_order: Sequence[str]
         profile=new.profile, eval_set=new.eval_set, tasks=tasks, systems=systems, records=records,
         data_rows=sorted(data_rows.values(), key=lambda row: by_task(row["task"])), significance=significance,
         figures=list(figures.items()), curves=dict(sorted(curves.items(), key=lambda kv: by_task(kv[0].split()[0]))),
-        guard_stops=guard_stops, graph={**old.graph, **new.graph}, provenance={**old.provenance, **new.provenance})
+        guard_stops=guard_stops, graph={**old.graph, **new.graph}, provenance={**old.provenance, **new.provenance},
+        stage_times={**old.stage_times, **new.stage_times})

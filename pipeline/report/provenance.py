@@ -66,12 +66,14 @@ def run_provenance(repo: Path, profile: str, command_seconds: float, build_secon
 
 
 def describe(p: Mapping[str, Any]) -> str:
-    """One provenance as a sentence."""
+    """One provenance as a sentence, with its "note" after it where the report folder gives one (what a reader of
+    the numbers must know that the fields cannot say: a stop and resume, another load on the machine)."""
     built = (f"its artifacts built over {p['build_minutes']} min" if p.get("build_minutes") is not None
              else "its build time not recorded")
-    return (f"commit {p['commit']} ({PACKAGE} {p['version']}), profile {p['profile']}, {p['cpu']} "
+    text = (f"commit {p['commit']} ({PACKAGE} {p['version']}), profile {p['profile']}, {p['cpu']} "
             f"({p['cores']} cores, {p['cpu_variant']}), {p.get('workers', '?')} worker(s), {p['date']}; {built} "
             f"(the command {p['command_minutes']} min)")
+    return f"{text}. {p['note']}" if p.get("note") else text
 
 
 def footer(by_task: Mapping[str, Mapping[str, Any]], tasks: Iterable[str]) -> str:

@@ -5,12 +5,16 @@ An artifact folder is `<work>/<profile>/<task>/<stage>/<artifact>/` with a `sign
 the run count (the caller walks its task graph), each once, so the obsolete artifacts of earlier settings that a
 work folder keeps are left out. A stage's time is the sum over its artifacts (e.g. both GRU seeds under `nmt`); with
 several workers the stages of one task overlap, so the sum over stages is work, not the task's wall time.
+
+`task_times` reads them once, when the run ends, into a plain record per task (TaskTimes) that the report folder
+keeps (pipeline/report/merge.py): a later run that merges other tasks into the folder writes the table without the
+earlier tasks' work folders.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pipeline.io import atomic_path, write_text
 from pipeline.report import render
@@ -28,6 +32,9 @@ STAGES = (("tokenized", "tokenize"), ("truecaser", "truecaser"), ("truecased", "
 
 #: {artifact folder: the folders of the artifacts it was built from}
 ArtifactGraph = Mapping[Path, Sequence[Path]]
+#: One task's times, as JSON: {"stages": {stage folder: seconds}, "chain_seconds": seconds of its longest chain of
+#: builds (None where it was not kept), "chain": ["task stage", ...] along it}
+TaskTimes = dict[str, Any]
 
 
 def build_seconds(folder: Path) -> float | None:
@@ -75,6 +82,20 @@ def longest_chain(graph: ArtifactGraph) -> tuple[float, list[Path]]:
     return finish[end][0], chain[::-1]
 
 
+def task_times(graph: ArtifactGraph, tasks: Sequence[str]) -> dict[str, TaskTimes]:
+    """{task: TaskTimes} for the tasks named that have a finished artifact in `graph` (a task's builds depend only
+    on its own, so its longest chain is found in its part of the graph)."""
+    times = {}
+    for task, stages in stage_seconds(graph, tasks).items():
+        if not stages:
+            continue
+        own = {folder: inputs for folder, inputs in graph.items() if Path(folder).parent.parent.name == task}
+        seconds, chain = longest_chain(own)
+        labels = dict.fromkeys(f"{folder.parent.parent.name} {folder.parent.name}" for folder in chain)
+        times[task] = {"stages": stages, "chain_seconds": seconds, "chain": list(labels)}
+    return times
+
+
 def stage_table(times: dict[str, dict[str, float]]) -> tuple[list[str], list[list]]:
     """Rows: stages (minutes, one decimal); columns: tasks, then the stage's total."""
     tasks = list(times)
@@ -87,14 +108,15 @@ def stage_table(times: dict[str, dict[str, float]]) -> tuple[list[str], list[lis
     return ["stage (minutes)", *tasks, "all tasks"], rows
 
 
-def least_wall_time(times: dict[str, dict[str, float]], graph: ArtifactGraph, workers: int) -> str:
+def least_wall_time(times: Mapping[str, TaskTimes], workers: int) -> str:
     """A sentence: the work, the longest chain and the wall time no run on `workers` workers can beat."""
-    work = sum(sum(per_stage.values()) for per_stage in times.values()) / 60
-    chain_seconds, chain = longest_chain(graph)
-    stages = " -> ".join(dict.fromkeys(f"{folder.parent.parent.name} {folder.parent.name}" for folder in chain))
-    bound = max(work / max(1, workers), chain_seconds / 60)
-    return (f"{work:.1f} minutes of work; the longest chain of builds {chain_seconds / 60:.1f} minutes ({stages}); "
-            f"so at least {bound:.1f} minutes of wall time on {workers} worker(s) of the same speed.")
+    work = sum(sum(t["stages"].values()) for t in times.values()) / 60
+    known = [t for t in times.values() if t["chain_seconds"] is not None]  # None: a chain not kept
+    longest = max(known, key=lambda t: t["chain_seconds"], default={"chain_seconds": 0.0, "chain": []})
+    bound = max(work / max(1, workers), longest["chain_seconds"] / 60)
+    return (f"{work:.1f} minutes of work; the longest chain of builds {longest['chain_seconds'] / 60:.1f} minutes "
+            f"({' -> '.join(longest['chain'])}); so at least {bound:.1f} minutes of wall time on {workers} worker(s) "
+            "of the same speed.")
 
 
 def _ordered(times: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
@@ -103,20 +125,18 @@ def _ordered(times: dict[str, dict[str, float]]) -> list[tuple[str, str]]:
     return known + [(folder, folder) for folder in sorted(present - {f for f, _ in STAGES})]
 
 
-def write_stage_times(out: Path, graph: ArtifactGraph, tasks: Sequence[str], title: str,
+def write_stage_times(out: Path, times: Mapping[str, TaskTimes], tasks: Sequence[str], title: str,
                       workers: int = 1) -> list[Path]:
-    """stage_times.{md,csv,png} in `out`, over the artifacts of `graph`. A task none of whose artifacts is finished
-    where the graph says (a merged task whose work folder this report cannot read) gets no column of zeros: the
-    table leaves it out and names it."""
-    times = {task: per_stage for task, per_stage in stage_seconds(graph, tasks).items() if per_stage}
+    """stage_times.{md,csv,png} in `out` from `times` (task_times'). A task with no times (a merged task whose
+    report kept none) gets no column of zeros: the table leaves it out and names it."""
+    stages = {task: times[task]["stages"] for task in tasks if task in times}
     unknown = [task for task in tasks if task not in times]
-    header, rows = stage_table(times)
-    note = (f"No stage times for {', '.join(unknown)}: none of their artifacts is in a work folder this report "
-            "read.\n" if unknown else "")
+    header, rows = stage_table(stages)
+    note = f"No stage times for {', '.join(unknown)}: this report holds none of their builds.\n" if unknown else ""
     write_text(out / "stage_times.md", render.markdown(header, rows, title) + "\n"
-               + least_wall_time(times, graph, workers) + "\n" + note)
+               + least_wall_time({task: times[task] for task in stages}, workers) + "\n" + note)
     write_text(out / "stage_times.csv", render.csv_text(header, rows))
-    _plot(times, out / "stage_times.png", title)
+    _plot(stages, out / "stage_times.png", title)
     return [out / "stage_times.md", out / "stage_times.csv", out / "stage_times.png"]
 
 

@@ -10,7 +10,7 @@ from pipeline.io import atomic_path, write_json, write_text
 from pipeline.report import render
 from pipeline.report.divergence import divergence_table
 from pipeline.report.figures import breakdown_table, plot_time_breakdown, time_breakdown
-from pipeline.report.finding import finding_table
+from pipeline.report.finding import finding_table, regime_table
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
                  significance: Sequence[dict[str, Any]] = (), notes: dict[str, str] | None = None) -> list[Path]:
     """Write table1.{md,csv,tex}, table1_chrf.{md,csv} (chrF2), significance.{md,csv} (paired bootstrap of the hybrids
     against PBMT, their NMT systems and lattice MBR, and of the NMT systems against PBMT), finding.{md,csv} (the
-    paper's comparisons: pipeline/report/finding.py), data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
+    paper's comparisons: pipeline/report/finding.py), regime.{md,csv} (does the paper's regime hold, per task), data_summary.{md,csv,tex}, table2/figure1 when they have data, and results.json
     into `out`, and copy the measured `figures` ((name, file): Figures 2-3) there with decoding_divergence.{md,csv}
     (the sentences whose outputs differ between the figures' decoding modes); return the paths."""
     out.mkdir(parents=True, exist_ok=True)
@@ -136,11 +136,17 @@ def write_report(out: Path, records: Sequence[Record], tasks: Sequence[str], sys
         title = (f"Paired bootstrap resampling (1000 resamples) of each system against its baselines on the "
                  f"{eval_set} sets, profile {profile}")
         paths += _write_texts(out, _md_csv("significance", header, rows, title))
-    header, rows = finding_table({(r.task, r.system): r.bleu for r in records if not r.variant}, significance, tasks)
+    bleu = {(r.task, r.system): r.bleu for r in records if not r.variant}
+    header, rows = finding_table(bleu, significance, tasks)
     if rows:
         title = (f"The paper's finding on the {eval_set} sets, profile {profile}: NMT vs PBMT, LMBR on the NMT, and "
                  f"the NMT's gain over the lattice (BLEU; paired bootstrap p < 0.05 is significant)")
         paths += _write_texts(out, _md_csv("finding", header, rows, title))
+    header, rows = regime_table(bleu, significance, tasks)
+    if rows:
+        title = (f"The paper's regime on the {eval_set} sets, profile {profile}: TNMT at or above PBMT, and LMBR adding "
+                 f"to it (LTNMT above TNMT, paired bootstrap p < 0.05)")
+        paths += _write_texts(out, _md_csv("regime", header, rows, title))
     variants = [r for r in records if r.variant]
     if variants:
         header, rows = table2(variants)

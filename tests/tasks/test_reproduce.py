@@ -1,5 +1,6 @@
 """reproduce-table end to end on a small de-en data folder (real Luigi, lmplz, sacrebleu)."""
 import json
+import shutil
 
 import pytest
 
@@ -103,6 +104,47 @@ def test_a_run_of_one_task_merges_into_the_report_of_others(tmp_path, data_dir, 
         "task", "eng-ger", "ger-eng"]
     assert "eng-ger" in (out / "table1.md").read_text()
     assert "- eng-ger: produced before provenance was recorded" in (out / "table1.md").read_text()
+
+
+def test_report_only_rewrites_the_tables_from_the_folder_alone(tmp_path, data_dir, capsys):
+    """--report-only writes every table again from report_inputs.json: with the work folder gone, the stage times
+    and each task's provenance are those the run recorded."""
+    assert run(tmp_path, data_dir) == 0
+    out = tmp_path / "out"
+    stage_times = (out / "stage_times.csv").read_text()
+    inputs = json.loads((out / "report_inputs.json").read_text())
+    inputs["provenance"]["ger-eng"]["commit"] = "0123456789ab"  # the run that produced it, not this checkout
+    (out / "report_inputs.json").write_text(json.dumps(inputs))
+    for name in ("table1.md", "stage_times.md", "stage_times.csv"):
+        (out / name).unlink()
+    shutil.rmtree(tmp_path / "work")
+
+    assert main(["--report-only", "--out", str(out)]) == 0
+    assert (out / "stage_times.csv").read_text() == stage_times and "ger-eng" in stage_times.splitlines()[0]
+    for name in ("table1.md", "stage_times.md"):
+        assert "- ger-eng: commit 0123456789ab (lmbr-pipeline " in (out / name).read_text()
+    assert not (tmp_path / "work").exists()  # nothing was built
+
+    assert main(["--report-only", "--out", str(tmp_path / "empty")]) == 2
+    assert f"{tmp_path / 'empty'} holds no report_inputs.json" in capsys.readouterr().err
+
+
+def test_merge_report_brings_another_run_s_folder_in_with_its_provenance_and_stage_times(tmp_path, data_dir):
+    """A run elsewhere (its own --out) merged into a report folder without building anything; a folder written
+    before the stage times were kept gives them from its artifacts."""
+    assert run(tmp_path, data_dir) == 0
+    other = tmp_path / "out"
+    inputs = json.loads((other / "report_inputs.json").read_text())
+    del inputs["stage_times"]  # as an earlier version wrote it: the work folder still holds the artifacts
+    (other / "report_inputs.json").write_text(json.dumps(inputs))
+    target = tmp_path / "published"
+
+    assert main(["--merge-report", str(other), "--out", str(target)]) == 0
+    merged = json.loads((target / "report_inputs.json").read_text())
+    assert merged["provenance"] == inputs["provenance"] and merged["tasks"] == ["ger-eng"]
+    assert "tokenized" in merged["stage_times"]["ger-eng"]["stages"]
+    assert (target / "stage_times.csv").read_text() == (other / "stage_times.csv").read_text()
+    assert json.loads((target / "results.json").read_text()) == json.loads((other / "results.json").read_text())
 
 
 def test_a_folder_of_another_evaluation_set_is_refused_before_the_build(tmp_path, data_dir, capsys):

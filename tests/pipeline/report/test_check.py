@@ -29,6 +29,8 @@ def test_a_complete_folder_passes_and_the_figures_follow_the_table2_tasks(tmp_pa
     assert "figure2_eng-ger_FNMT.png" in promised_files(SYSTEMS, ["eng-ger"])
     assert "figure3_eng-ger_TNMT.json" in promised_files(["PBMT", "LTNMT"], ["eng-ger"])
     assert not [n for n in promised_files(["PBMT"], ["eng-ger"]) if n.startswith(("figure", "table2"))]
+    assert "regime.csv" in promised_files(["PBMT", "TNMT", "LTNMT"], []) and "regime.csv" not in promised_files(
+        ["PBMT", "FNMT", "LNMT"], [])  # the regime is the Transformer's
 
 
 def test_every_problem_is_named(tmp_path):

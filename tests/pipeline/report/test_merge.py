@@ -47,7 +47,9 @@ def first_run(tmp_path):
         curves={"ger-eng LNMT gru seed 1": [{"update": 10, "minutes": 1.0, "valid_bleu": 1.0, "valid_loss": 5.0}],
                 "eng-ger LNMT gru seed 1": [{"update": 10, "minutes": 1.0, "valid_bleu": 2.0, "valid_loss": 4.0}]},
         guard_stops=["ger-eng gru seed 1: 10 updates in 60 s", "eng-ger gru seed 1: 10 updates in 60 s"],
-        graph={tmp_path / "work/tiny/ger-eng/lm/a": [], tmp_path / "work/tiny/eng-ger/lm/b": []})
+        graph={tmp_path / "work/tiny/ger-eng/lm/a": [], tmp_path / "work/tiny/eng-ger/lm/b": []},
+        stage_times={task: {"stages": {"lm": 6.0}, "chain_seconds": 6.0, "chain": [f"{task} lm"]}
+                     for task in ("ger-eng", "eng-ger")})
     out = tmp_path / "out"
     write(out, merge(None, run))
     return out
@@ -59,7 +61,8 @@ def test_a_run_of_one_task_and_system_replaces_only_its_own_cells(first_run, tmp
         records=[score("ger-eng", "LNMT", 22.0, 2), score("ger-eng", "ROUNDTRIP", 99.5, 2)],
         data_rows=[{"task": "ger-eng", "train_kept": 111}],
         curves={"ger-eng LNMT gru seed 1": [{"update": 20, "minutes": 2.0, "valid_bleu": 3.0, "valid_loss": 3.0}]},
-        graph={tmp_path / "work/tiny/ger-eng/lm/c": []})
+        graph={tmp_path / "work/tiny/ger-eng/lm/c": []},
+        stage_times={"ger-eng": {"stages": {"lm": 12.0}, "chain_seconds": 12.0, "chain": ["ger-eng lm"]}})
     merged = merge(load_inputs(first_run), second, system_order=["PBMT", "FNMT", "LNMT"])
     write(first_run, merged)
 
@@ -83,6 +86,8 @@ def test_a_run_of_one_task_and_system_replaces_only_its_own_cells(first_run, tmp
     assert [name for name, _ in merged.figures] == ["figure2_eng-ger_FNMT.json"]
     assert (first_run / "figure2_eng-ger_FNMT.json").exists()
     assert {folder.name for folder in merged.graph} == {"a", "b", "c"}
+    assert {task: t["stages"] for task, t in load_inputs(first_run).stage_times.items()} == {
+        "ger-eng": {"lm": 12.0}, "eng-ger": {"lm": 6.0}}  # kept in the folder: no work folder is read
     assert load_inputs(first_run).tasks == ["ger-eng", "eng-ger"]
 
 

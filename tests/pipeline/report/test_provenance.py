@@ -54,3 +54,10 @@ def test_the_footer_groups_the_tasks_that_share_a_provenance():
                                     "AVX2), 2 worker(s), 2026-12-01; its artifacts built over 140.5 min (the command "
                                     "141.0 min)")
     assert footer({}, ["ger-eng"]) == ""
+
+
+def test_a_note_kept_with_a_provenance_follows_its_sentence():
+    noted = {**PROVENANCE, "note": "An 11-minute stop is included."}
+    assert describe(noted) == describe(PROVENANCE) + ". An 11-minute stop is included."
+    assert footer({"ger-eng": noted, "eng-ger": PROVENANCE}, ["ger-eng", "eng-ger"]).splitlines()[3:] == [
+        f"- ger-eng: {describe(noted)}", f"- eng-ger: {describe(PROVENANCE)}"]
