@@ -77,12 +77,14 @@ def main(argv: list[str] | None = None) -> int:
             "budget_seconds": round(args.budget_minutes * 60)}
     job = dataclasses.replace(job, training={**job.training, **caps})
     print(f"training {task.label()} of {args.profile}/{args.task} in {state_dir} with {caps}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        result = run_job(job, Ranks())
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # for the training only: a handler left behind would
+    try:  # reach every process forked later (a multiprocessing pool's workers, terminated by SIGTERM, would raise
+        result = run_job(job, Ranks())  # inside the pool's queue lock and leave it held)
         updates, stop_reason, minutes = result.updates, result.stop_reason, round(result.elapsed / 60, 1)
     except KeyboardInterrupt:  # the curve so far is reported; the next run resumes from the last checkpoint
         updates, stop_reason, minutes = None, "interrupted", None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     curve = read_curve(state_dir / "metrics.csv")
     if updates is None:
         updates = curve[-1]["update"] if curve else 0

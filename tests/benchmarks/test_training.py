@@ -104,6 +104,7 @@ def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interr
                                                                                           tmp_path):
     import re
     import shutil
+    import signal
 
     configs = tmp_path / "configs"
     shutil.copytree(tiny_run.config_dir, configs)
@@ -116,8 +117,10 @@ def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interr
     common = ["--profile", "tiny", "--task", "ger-eng", "--architecture", "transformer", "--work-dir",
               str(tiny_run.work_dir), "--config-dir", str(configs), "--threads", "1"]
     out = tmp_path / "curve.json"
+    handler = signal.getsignal(signal.SIGTERM)
     try:
         assert module.main([*common, "--max-updates", "4", "--out", str(out)]) == 0
+        assert signal.getsignal(signal.SIGTERM) is handler  # SIGTERM stops the training only, not later forks
         report = json.loads(out.read_text())
         assert report["stop_reason"] == "max_updates" and report["updates"] == 4
         assert [p["update"] for p in report["curve"]] == [2, 4] and report["config_dir"] == str(configs)
