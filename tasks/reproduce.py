@@ -208,8 +208,8 @@ def write_tables(out: Path, inputs: ReportInputs, workers: int) -> list[Path]:
     return paths + [save_inputs(out, inputs)]
 
 
-def _saved_report(folder: Path) -> ReportInputs:
-    inputs = load_inputs(folder)
+def _saved_report(folder: Path, inputs: ReportInputs | None) -> ReportInputs:
+    """`inputs` (load_inputs of `folder`), or a PipelineError when the folder holds no report."""
     if inputs is None or not inputs.profile:
         raise PipelineError(f"{folder} holds no {INPUTS_FILE}: no report to write the tables from")
     return inputs
@@ -220,9 +220,11 @@ def rewrite_report(out: Path, other: Path | None = None) -> int:
     nothing is built, and each task keeps the provenance of the run that produced it. With --merge-report, the
     report in `other` (a run on another machine or in another work folder) is merged in first, its cells replacing
     the same cells of `out` as a run's would; `out` may then be new."""
-    inputs = None if other is not None and load_inputs(out) is None else _saved_report(out)
+    inputs = load_inputs(out)
+    if other is None or inputs is not None:
+        inputs = _saved_report(out, inputs)
     if other is not None:
-        extra = _saved_report(other)
+        extra = _saved_report(other, load_inputs(other))
         check_mergeable(inputs, extra.profile, extra.eval_set, out)
         inputs = merge(inputs, extra, system_order=TABLE_SYSTEMS)
     workers = max((p.get("workers", 1) for p in inputs.provenance.values()), default=1)
