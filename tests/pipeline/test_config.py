@@ -270,8 +270,8 @@ def test_gradient_accumulation_and_the_transformer_dropouts_are_checked(tmp_path
     assert paper.training.update_freq * paper.training.max_tokens >= 24000  # the paper's ~25k tokens an update
     medium = config.load_profile("medium").nmt.transformer
     assert medium.attention_dropout == medium.activation_dropout == 0.0 and medium.training.update_freq == 1
-    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "max_updates = 5000 ",
-                         "update_freq = 0\nmax_updates = 5000 ")
+    folder = edit_config(tmp_path / "a", "profiles/medium.toml", "distillation = \"pbmt\"",
+                         "update_freq = 0\ndistillation = \"pbmt\"")
     with pytest.raises(ConfigError, match="'nmt.transformer.training.update_freq' must be at least 1"):
         config.load_profile("medium", folder)
     folder = edit_config(tmp_path / "b", "profiles/medium.toml", "attention_dropout = 0.0", "attention_dropout = 1.5")
@@ -308,16 +308,18 @@ def test_the_low_resource_regularisers_are_probabilities(tmp_path, setting, mess
         config.load_profile("medium", folder)
 
 
-@pytest.mark.parametrize("setting, message", [
-    ('distillation = "hybrid"', "'nmt.transformer.training.distillation' must be one of none, pbmt, pbmt\\+references"),
-    ('distillation_variant = "fast"', "'nmt.transformer.training.distillation_variant' names no \\[variants.fast\\]"),
+@pytest.mark.parametrize("old, new, message", [
+    ('distillation = "pbmt"', 'distillation = "hybrid"',
+     "'nmt.transformer.training.distillation' must be one of none, pbmt, pbmt\\+references"),
+    ('distillation_variant = "accelerated"', 'distillation_variant = "fast"',
+     "'nmt.transformer.training.distillation_variant' names no \\[variants.fast\\]"),
 ])
-def test_distillation_names_a_known_teacher_and_variant(tmp_path, setting, message):
-    folder = edit_config(tmp_path, "profiles/medium.toml", "[nmt.transformer.training]\n",
-                         f"[nmt.transformer.training]\n{setting}\n")
+def test_distillation_names_a_known_teacher_and_variant(tmp_path, old, new, message):
+    folder = edit_config(tmp_path, "profiles/medium.toml", old, new)
     with pytest.raises(ConfigError, match=message):
         config.load_profile("medium", folder)
-    assert config.load_profile("medium").nmt.transformer.training.distillation == "none"
+    training = config.load_profile("medium").nmt.transformer.training
+    assert (training.distillation, training.distillation_variant) == ("pbmt", "accelerated")
 
 
 def test_a_task_may_name_a_pretrained_model_by_hub_name_or_folder(tmp_path):
@@ -359,7 +361,9 @@ def test_a_task_replaces_nmt_settings_of_a_named_profile_only(tmp_path):
     medium, tiny = config.load_profile("medium"), config.load_profile("tiny")
     replaced = jpn.nmt_for(medium, "transformer")
     assert replaced.training.max_updates == 3500 < medium.nmt.transformer.training.max_updates
-    assert dataclasses.replace(replaced.training, max_updates=5000) == medium.nmt.transformer.training  # only that
+    assert replaced.training.distillation == "none" != medium.nmt.transformer.training.distillation
+    assert dataclasses.replace(replaced.training, max_updates=4000,
+                               distillation="pbmt") == medium.nmt.transformer.training  # only those
     assert jpn.nmt_for(medium, "gru").training.max_updates == 3500
     assert jpn.nmt_for(tiny, "gru") == tiny.nmt.gru and ger.nmt_for(medium, "gru") == medium.nmt.gru
     folder = edit_config(tmp_path / "a", "tasks/jpn-eng.toml", "[nmt.medium.gru.training]\nmax_updates = 3500",
@@ -370,7 +374,7 @@ def test_a_task_replaces_nmt_settings_of_a_named_profile_only(tmp_path):
             ("[nmt.medium.gru.training]", "[nmt.medium.lstm.training]",
              r"jpn-eng.toml: key 'nmt.medium.lstm' names no NMT architecture"),
             ("[nmt.medium.gru.training]", "[nmt.huge.gru.training]", r"key 'nmt.huge' names no profile"),
-            ("max_updates = 3500\n\n[nmt.medium.gru", "max_update = 3500\n\n[nmt.medium.gru",
+            ("max_updates = 3500\ndistillation", "max_update = 3500\ndistillation",
              r"jpn-eng.toml: unknown key 'nmt.medium.transformer.training.max_update'"),
             ("[nmt.medium.gru.training]\nmax_updates = 3500", "[nmt.medium.gru]\ndropout = 1.5",
              r"jpn-eng.toml: key 'nmt.medium.gru.dropout' must be in \[0, 1\)"),
