@@ -8,7 +8,8 @@ set to the window (and any `--lmbr KEY=VALUE`, e.g. `tie_bleu=0.3` or `race_keep
 with the pipeline's own tasks (luigi, local scheduler, the work folder's trained systems and lattices shared by all
 windows) the tuning stages (TuneLMBR, TuneSearch, TuneRescoring, TuneMBR) and EvaluateSystem of every system on the
 devtest split. It reports per system the chosen point and its tuning BLEU of each window, its devtest BLEU, and the
-spread of the devtest BLEU (max - min over the windows).
+spread of the devtest BLEU (max - min over the windows). It measures one system at a time over every window and
+writes the JSON after each (`complete`: false until the last), so that a run cut short keeps the systems it finished.
 
     .venv/bin/python benchmarks/tuning_stability.py --profile medium --task ger-eng --work-dir work \
         --windows 0:300 300:300 0:500 --out results/benchmarks/tuning_stability_medium_ger-eng.json
@@ -96,6 +97,29 @@ def choice_file(task) -> str:
     return CHOICE_FILE if isinstance(task, TuneLMBR) else RESCORING_FILE
 
 
+def measure_window(system: str, window: tuple[int, int], params: dict[str, Any], split: str,
+                   workers: int) -> dict[str, Any]:
+    """Build one system's tuning stages and devtest decoding on one window's configs: its choice and devtest BLEU."""
+    import luigi
+
+    from tasks.evaluate import EvaluateSystem
+
+    evaluation = EvaluateSystem(system=system, split=split, **params)
+    began = time.monotonic()  # the decoding requires the tuning stages that the profile's grids call for
+    result = luigi.build([evaluation], local_scheduler=True, detailed_summary=True, workers=workers,
+                         log_level="WARNING")
+    if not evaluation.complete():
+        raise SystemExit(f"window {window[0]}:{window[1]} {system}: the pipeline failed\n{result.summary_text}")
+    chosen = {}
+    for task in tuning_tasks(system, params):
+        if task.complete():
+            chosen.update(choice(task))
+    bleu = evaluation.signature()["stats"]["bleu"]["score"]
+    print(f"window {window[0]}:{window[1]} {system}: devtest BLEU {bleu:.2f}, chosen {chosen} "
+          f"({time.monotonic() - began:.0f} s)", flush=True)
+    return {"window": list(window), "chosen": chosen, "devtest_bleu": round(bleu, 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     work_folder_arguments(p, ', copied once per window')
@@ -108,13 +132,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="an [lmbr] setting for every window's copy (TOML value), e.g. tie_bleu=0.3; repeatable")
     p.add_argument("--processes", type=int, default=2, help="threads and processes of each stage")
     p.add_argument("--workers", type=int, default=1, help="luigi workers")
-    p.add_argument("--out", type=Path, help="JSON: per system, each window's choice and devtest BLEU, and the spread")
+    p.add_argument("--out", type=Path, help="JSON: per system, each window's choice and devtest BLEU, and the spread "
+                   "(written after each system; `complete` false until the last)")
     args = p.parse_args(argv)
 
-    import luigi
-
     from pipeline.config import load_profile, load_task
-    from tasks.evaluate import EvaluateSystem
 
     source = args.config_dir or REPO / "configs"
     overrides = dict(item.split("=", 1) for item in args.lmbr)
@@ -125,44 +147,27 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--windows: give at least two windows to compare")
     split = args.split or load_task(args.task, source).splits.devtest[0]
     common = pipeline_params(args)
-    rows: dict[str, list[dict]] = {system: [] for system in args.systems}
+    systems: dict[str, dict] = {}
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuning-stability-") as tmp:
         folders = [window_configs(source, Path(tmp) / f"window-{k}", args.profile, window, overrides)
                    for k, window in enumerate(windows)]
         for configs in folders:  # a window past the prepared tuning lines: its ConfigError before any work
             load_profile(args.profile, configs)
-        for window, configs in zip(windows, folders):
-            params = {**common, "config_dir": str(configs)}
-            evaluations = {system: EvaluateSystem(system=system, split=split, **params) for system in args.systems}
-            tunings = {system: tuning_tasks(system, params) for system in args.systems}
-            began = time.monotonic()  # the decodings require the tuning stages that the profile's grids call for
-            result = luigi.build(list(evaluations.values()), local_scheduler=True, detailed_summary=True,
-                                 workers=args.workers, log_level="WARNING")
-            if not all(task.complete() for task in evaluations.values()):
-                raise SystemExit(f"window {window[0]}:{window[1]}: the pipeline failed\n{result.summary_text}")
-            for system in args.systems:
-                chosen = {}
-                for task in tunings[system]:
-                    if task.complete():
-                        chosen.update(choice(task))
-                bleu = evaluations[system].signature()["stats"]["bleu"]["score"]
-                rows[system].append({"window": list(window), "chosen": chosen, "devtest_bleu": round(bleu, 2)})
-                print(f"window {window[0]}:{window[1]} {system}: devtest BLEU {bleu:.2f}, chosen {chosen}",
-                      flush=True)
-            print(f"window {window[0]}:{window[1]}: {time.monotonic() - began:.0f} s", flush=True)
-    systems = {}
-    for system, found in rows.items():
-        scores = [row["devtest_bleu"] for row in found]
-        systems[system] = {"windows": found, "spread": round(max(scores) - min(scores), 2),
-                           "same_choice": all(row["chosen"] == found[0]["chosen"] for row in found)}
-        print(f"{system}: devtest BLEU {' / '.join(f'{s:.2f}' for s in scores)}, spread "
-              f"{systems[system]['spread']:.2f}", flush=True)
-    if args.out:
-        write_json(args.out, {"benchmark": "tuning_stability", "machine": machine(args.processes),
-                              "profile": args.profile, "task": args.task, "split": split,
-                              "windows": [list(window) for window in windows], "lmbr": overrides,
-                              "seconds": round(time.monotonic() - started, 1), "systems": systems})
+        for system in args.systems:  # one system at a time, over every window: a cut run keeps the systems done
+            found = [measure_window(system, window, {**common, "config_dir": str(configs)}, split, args.workers)
+                     for window, configs in zip(windows, folders)]
+            scores = [row["devtest_bleu"] for row in found]
+            systems[system] = {"windows": found, "spread": round(max(scores) - min(scores), 2),
+                               "same_choice": all(row["chosen"] == found[0]["chosen"] for row in found)}
+            print(f"{system}: devtest BLEU {' / '.join(f'{s:.2f}' for s in scores)}, spread "
+                  f"{systems[system]['spread']:.2f}", flush=True)
+            if args.out:  # after each system, so that the figures measured so far are kept
+                write_json(args.out, {"benchmark": "tuning_stability", "machine": machine(args.processes),
+                                      "profile": args.profile, "task": args.task, "split": split,
+                                      "windows": [list(window) for window in windows], "lmbr": overrides,
+                                      "complete": len(systems) == len(args.systems),
+                                      "seconds": round(time.monotonic() - started, 1), "systems": systems})
     return 0
 
 

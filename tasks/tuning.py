@@ -135,7 +135,8 @@ class TuneLMBR(PipelineTask):
 
 class TuneSearch(PipelineTask):
     """search.json: the search of LNMT/LTNMT ([lmbr] grid_search: free or anchored) that scores the higher BLEU on
-    the tuning sentences at TuneLMBR's chosen point (ties: the grid's first), and each one's BLEU."""
+    the tuning sentences at TuneLMBR's chosen point (ties: the grid's first; within [lmbr] search_tie_bleu the
+    grid's first too, or within tie_bleu the free search), and each one's BLEU."""
 
     stage = "search-tuning"
     version = 1
@@ -153,7 +154,8 @@ class TuneSearch(PipelineTask):
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
-        return {"models": self.models, "grid_search": lmbr.search_forms(), **window_params(lmbr)}
+        return {"models": self.models, "grid_search": lmbr.search_forms(), **window_params(lmbr),
+                **search_tie_params(lmbr)}
 
     def chosen(self) -> str:
         """The chosen search of the built artifact: "free" or "anchored"."""
@@ -192,22 +194,27 @@ class TuneSearch(PipelineTask):
                                                         hook_factory=lmbr_factory(list(span)), **batching), []
             texts = restored(restorer, span, result, processor, paths=set(lattice_lines))
             bleu[search] = corpus_bleu(texts, references, target).score
-        if lmbr.tie_bleu > 0:  # within the tolerance, the free search (one beam, no lattice) is the simpler
-            best = choose_search(bleu, lmbr.tie_bleu)
-        else:
-            best = max(bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
+        tie, preferred = lmbr.search_ties()
+        best = choose_search(bleu, tie, preferred) if tie > 0 else max(
+            bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
         write_json(out / SEARCH_FILE, {"chosen": {"search": best}, "bleu": bleu, "sentences": len(lines),
-                                       **window_record(lmbr),
+                                       **window_record(lmbr), **search_tie_params(lmbr),
                                        "point": dataclasses.asdict(point), "anchored_lines_from_lattice": from_lattice})
         return {"chosen": best, "bleu": bleu, "sentences": len(lines)}
 
 
-def choose_search(bleu: dict[str, float], tie: float) -> str:
-    """Of the searches within `tie` BLEU of the best, the simplest: free before anchored."""
+def choose_search(bleu: dict[str, float], tie: float, preferred: tuple[str, ...] = ("free", "anchored")) -> str:
+    """Of the searches within `tie` BLEU of the best, the first in the order of `preferred` (by default the
+    simplest: free before anchored)."""
     top = max(bleu.values())
-    order = {"free": 0, "anchored": 1}
     return min((search for search, value in bleu.items() if value >= top - tie - 1e-9),
-               key=lambda search: order.get(search, len(order)))
+               key=lambda search: preferred.index(search) if search in preferred else len(preferred))
+
+
+def search_tie_params(lmbr: LmbrProfile) -> dict[str, Any]:
+    """TuneSearch's own tie tolerance for its hash and record, only when it is on (the artifacts of before keep
+    their ids)."""
+    return {"search_tie_bleu": lmbr.search_tie_bleu} if lmbr.search_tie_bleu else {}
 
 
 def window_params(lmbr: LmbrProfile) -> dict[str, Any]:

@@ -290,6 +290,8 @@ class LmbrProfile:
     search: str = "free"  # LNMT/LTNMT: "free" (one beam over all strings) or "anchored" (also a beam inside the
     #                       PBMT lattice, same objective, the better hypothesis wins: pipeline/decode/anchored.py)
     grid_search: tuple[str, ...] = ()  # searches TuneSearch tries at TuneLMBR's point (empty: only `search`)
+    search_tie_bleu: float = 0.0  # TuneSearch: a search within this tuning BLEU of the best ties, and the first of
+    #                               grid_search wins (0: tie_bleu's rule, free before anchored)
     lattice_weight: float = 0.0  # mu: the weight of the PBMT lattice's own cost in lattice rescoring (-lat systems)
     grid_lattice_weight: tuple[float, ...] = ()  # the mu the tuning tries for the -lat systems (empty: lattice_weight)
 
@@ -331,6 +333,13 @@ class LmbrProfile:
         """The searches the tuning tries for LNMT/LTNMT: the grid's, or only `search`."""
         return tuple(self.grid_search) or (self.search,)
 
+    def search_ties(self) -> tuple[float, tuple[str, ...]]:
+        """TuneSearch's tie tolerance and its order of preference among tied searches: search_tie_bleu and the
+        grid's order where it is set, else tie_bleu and the simpler search first (free, then anchored)."""
+        if self.search_tie_bleu > 0:
+            return self.search_tie_bleu, self.search_forms()
+        return self.tie_bleu, tuple(sorted(self.search_forms(), key=lambda form: form != "free"))
+
     def nbests(self) -> tuple[int, ...]:
         """The evidence spaces the tuning tries (0: the full lattice): the grid's, or only `nbest`."""
         return tuple(self.grid_nbest) or (self.nbest,)
@@ -344,6 +353,7 @@ class LmbrProfile:
                   ("tune_sentences", self.tune_sentences >= 1, "must be at least 1"),
                   ("tune_start", self.tune_start >= 0, "must not be negative"),
                   ("tie_bleu", self.tie_bleu >= 0, "must not be negative (0: no ties but exact ones)"),
+                  ("search_tie_bleu", self.search_tie_bleu >= 0, "must not be negative (0: tie_bleu's rule)"),
                   ("grid_lambda", bool(self.grid_lambda) and min(self.grid_lambda) > 0, "must list positive values"),
                   ("grid_pretrained_lambda", bool(self.grid_pretrained_lambda) and min(self.grid_pretrained_lambda) > 0,
                    "must list positive values"),

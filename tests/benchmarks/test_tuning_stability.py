@@ -15,6 +15,7 @@ def test_tuning_stability_reports_each_windows_choice_devtest_bleu_and_the_sprea
                            task.data_dir, "--cache-dir", task.cache_dir, "--processes", "1",
                            "--windows", "0:10", "5:5")
     assert report["benchmark"] == "tuning_stability" and report["windows"] == [[0, 10], [5, 5]]
+    assert report["complete"] is True
     assert report["split"] == "newstest2016" and report["machine"]["torch_threads"] == 1
     assert set(report["systems"]) == {"LNMT", "LTNMT", "FNMT-lat", "TNMT-lat", "LNMT-lat", "LTNMT-lat", "MBR"}
     for system, found in report["systems"].items():

@@ -1,5 +1,7 @@
 """The tie rule of LMBR tuning ([lmbr] tie_bleu): points within the tolerance of the best tuning BLEU tie, and the
 simplest wins (pipeline/decode/lmbr_tuning.py: choose, simplicity), on constructed scores."""
+import dataclasses
+
 from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, choose, race_grid, simplicity,
                                          tune_lmbr_in_stages)
 from tasks.tuning import choose_search
@@ -91,3 +93,23 @@ def test_the_search_ties_to_free():
     assert choose_search({"free": 17.3, "anchored": 17.5}, 0.3) == "free"
     assert choose_search({"free": 17.0, "anchored": 17.5}, 0.3) == "anchored"
     assert choose_search({"anchored": 17.5, "free": 17.5}, 0.0001) == "free"
+
+
+def test_the_search_ties_to_the_preferred_order():
+    preferred = ("anchored", "free")
+    assert choose_search({"free": 17.5, "anchored": 17.3}, 0.3, preferred) == "anchored"
+    assert choose_search({"free": 17.7, "anchored": 17.3}, 0.3, preferred) == "free"
+    assert choose_search({"free": 17.5, "anchored": 17.5}, 0.0001, preferred) == "anchored"
+
+
+def test_the_search_tie_rule_follows_the_profile():
+    from pipeline.config import LmbrProfile
+
+    plain = LmbrProfile(order=4, semiring="tropical", nbest=0, theta_convention="plain", theta_t=10.0,
+                        grid_search=("anchored", "free"))
+    assert plain.search_ties() == (0.0, ("free", "anchored"))
+    assert dataclasses.replace(plain, tie_bleu=0.2).search_ties() == (0.2, ("free", "anchored"))
+    own = dataclasses.replace(plain, tie_bleu=0.2, search_tie_bleu=0.4)
+    assert own.search_ties() == (0.4, ("anchored", "free"))
+    assert dict(own.problems()) == {}
+    assert "search_tie_bleu" in dict(dataclasses.replace(plain, search_tie_bleu=-1).problems())
