@@ -10,6 +10,9 @@ windows) the tuning stages (TuneLMBR, TuneSearch, TuneRescoring, TuneMBR) and Ev
 devtest split. It reports per system the chosen point and its tuning BLEU of each window, its devtest BLEU, and the
 spread of the devtest BLEU (max - min over the windows). It measures one system at a time over every window and
 writes the JSON after each (`complete`: false until the last), so that a run cut short keeps the systems it finished.
+With `--each-search`, LNMT and LTNMT are also decoded with each search of `[lmbr] grid_search` imposed (the window's
+TuneLMBR point, TuneSearch left out): each search's tuning BLEU (TuneSearch's) and devtest BLEU per window, from
+which the spread of any rule for choosing the search (always free, always anchored, a tie margin) follows.
 
     .venv/bin/python benchmarks/tuning_stability.py --profile medium --task ger-eng --work-dir work \
         --windows 0:300 300:300 0:500 --out results/benchmarks/tuning_stability_medium_ger-eng.json
@@ -97,27 +100,47 @@ def choice_file(task) -> str:
     return CHOICE_FILE if isinstance(task, TuneLMBR) else RESCORING_FILE
 
 
-def measure_window(system: str, window: tuple[int, int], params: dict[str, Any], split: str,
-                   workers: int) -> dict[str, Any]:
-    """Build one system's tuning stages and devtest decoding on one window's configs: its choice and devtest BLEU."""
+def devtest_bleu(system: str, params: dict[str, Any], split: str, workers: int, what: str) -> float:
+    """Build one system's devtest decoding (and the tuning stages it requires) on a config copy: its BLEU."""
     import luigi
 
     from tasks.evaluate import EvaluateSystem
 
     evaluation = EvaluateSystem(system=system, split=split, **params)
-    began = time.monotonic()  # the decoding requires the tuning stages that the profile's grids call for
     result = luigi.build([evaluation], local_scheduler=True, detailed_summary=True, workers=workers,
                          log_level="WARNING")
     if not evaluation.complete():
-        raise SystemExit(f"window {window[0]}:{window[1]} {system}: the pipeline failed\n{result.summary_text}")
+        raise SystemExit(f"{what} {system}: the pipeline failed\n{result.summary_text}")
+    return evaluation.signature()["stats"]["bleu"]["score"]
+
+
+def measure_window(system: str, window: tuple[int, int], params: dict[str, Any], split: str,
+                   workers: int) -> dict[str, Any]:
+    """Build one system's tuning stages and devtest decoding on one window's configs: its choice and devtest BLEU."""
+    began = time.monotonic()  # the decoding requires the tuning stages that the profile's grids call for
+    bleu = devtest_bleu(system, params, split, workers, f"window {window[0]}:{window[1]}")
     chosen = {}
     for task in tuning_tasks(system, params):
         if task.complete():
             chosen.update(choice(task))
-    bleu = evaluation.signature()["stats"]["bleu"]["score"]
     print(f"window {window[0]}:{window[1]} {system}: devtest BLEU {bleu:.2f}, chosen {chosen} "
           f"({time.monotonic() - began:.0f} s)", flush=True)
     return {"window": list(window), "chosen": chosen, "devtest_bleu": round(bleu, 2)}
+
+
+def measure_searches(system: str, window: tuple[int, int], params: dict[str, Any], imposed: dict[str, Path],
+                     split: str, workers: int) -> dict[str, dict[str, float | None]]:
+    """LNMT/LTNMT on one window with each search imposed: {search: {tune_bleu (TuneSearch's), devtest_bleu}}."""
+    tuning = tuning_tasks(system, params)[-1]  # TuneSearch, built by the window's own measurement
+    tuned = read_json(tuning.artifact_dir() / choice_file(tuning))["bleu"] if tuning.complete() else {}
+    found = {}
+    for search, configs in imposed.items():
+        bleu = devtest_bleu(system, {**params, "config_dir": str(configs)}, split, workers,
+                            f"window {window[0]}:{window[1]}, {search} search")
+        found[search] = {"tune_bleu": round(tuned[search], 2) if search in tuned else None,
+                         "devtest_bleu": round(bleu, 2)}
+        print(f"window {window[0]}:{window[1]} {system}, {search} search: devtest BLEU {bleu:.2f}", flush=True)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", help="the devtest split to decode (default: the task's first devtest split)")
     p.add_argument("--lmbr", action="append", default=[], metavar="KEY=VALUE",
                    help="an [lmbr] setting for every window's copy (TOML value), e.g. tie_bleu=0.3; repeatable")
+    p.add_argument("--each-search", action="store_true",
+                   help="LNMT and LTNMT also decoded with each search of [lmbr] grid_search imposed")
     p.add_argument("--processes", type=int, default=2, help="threads and processes of each stage")
     p.add_argument("--workers", type=int, default=1, help="luigi workers")
     p.add_argument("--out", type=Path, help="JSON: per system, each window's choice and devtest BLEU, and the spread "
@@ -152,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tuning-stability-") as tmp:
         folders = [window_configs(source, Path(tmp) / f"window-{k}", args.profile, window, overrides)
                    for k, window in enumerate(windows)]
+        searches = own.search_forms() if args.each_search else ()
+        imposed = [{search: window_configs(source, Path(tmp) / f"window-{k}-{search}", args.profile, window,
+                                           {**overrides, "grid_search": "[]", "search": f'"{search}"'})
+                    for search in searches} for k, window in enumerate(windows)]
         for configs in folders:  # a window past the prepared tuning lines: its ConfigError before any work
             load_profile(args.profile, configs)
         for system in args.systems:  # one system at a time, over every window: a cut run keeps the systems done
@@ -160,6 +189,14 @@ def main(argv: list[str] | None = None) -> int:
             scores = [row["devtest_bleu"] for row in found]
             systems[system] = {"windows": found, "spread": round(max(scores) - min(scores), 2),
                                "same_choice": all(row["chosen"] == found[0]["chosen"] for row in found)}
+            if searches and system in ("LNMT", "LTNMT"):
+                for row, window, configs, each in zip(found, windows, folders, imposed):
+                    row["searches"] = measure_searches(system, window, {**common, "config_dir": str(configs)},
+                                                       each, split, args.workers)
+                systems[system]["search_spread"] = {
+                    search: round(max(r["searches"][search]["devtest_bleu"] for r in found) -
+                                  min(r["searches"][search]["devtest_bleu"] for r in found), 2)
+                    for search in searches}
             print(f"{system}: devtest BLEU {' / '.join(f'{s:.2f}' for s in scores)}, spread "
                   f"{systems[system]['spread']:.2f}", flush=True)
             if args.out:  # after each system, so that the figures measured so far are kept

@@ -1,4 +1,5 @@
-"""benchmarks/tuning_stability.py on the session's tiny system: two tuning windows, every tuned system decoded."""
+"""benchmarks/tuning_stability.py on the session's tiny system: two tuning windows, every tuned system decoded (LNMT
+and LTNMT also with their search imposed)."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,7 @@ def test_tuning_stability_reports_each_windows_choice_devtest_bleu_and_the_sprea
     report = run_benchmark("tuning_stability", "--profile", "tiny", "--task", "ger-eng", "--work-dir",
                            str(tiny_run.work_dir), "--config-dir", str(tiny_run.config_dir), "--data-dir",
                            task.data_dir, "--cache-dir", task.cache_dir, "--processes", "1",
-                           "--windows", "0:10", "5:5")
+                           "--windows", "0:10", "5:5", "--each-search")
     assert report["benchmark"] == "tuning_stability" and report["windows"] == [[0, 10], [5, 5]]
     assert report["complete"] is True
     assert report["split"] == "newstest2016" and report["machine"]["torch_threads"] == 1
@@ -28,6 +29,13 @@ def test_tuning_stability_reports_each_windows_choice_devtest_bleu_and_the_sprea
     lnmt = report["systems"]["LNMT"]["windows"][0]["chosen"]
     assert {"nmt_lambda", "p", "r", "gains", "nbest"} <= lnmt.keys()
     assert "lattice_weight" in report["systems"]["LTNMT-lat"]["windows"][0]["chosen"]
+    for system in ("LNMT", "LTNMT"):  # the tiny profile searches free only: imposing it repeats the tuned decoding
+        found = report["systems"][system]
+        assert [set(w["searches"]) for w in found["windows"]] == [{"free"}, {"free"}], system
+        assert [w["searches"]["free"]["devtest_bleu"] for w in found["windows"]] == [
+            w["devtest_bleu"] for w in found["windows"]], system
+        assert found["search_spread"] == {"free": found["spread"]}
+    assert "searches" not in report["systems"]["MBR"]["windows"][0]
 
 
 def test_tuning_stability_refuses_a_window_past_the_prepared_tuning_lines(tiny_run, tmp_path):
