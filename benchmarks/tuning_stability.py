@@ -200,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{system}: devtest BLEU {' / '.join(f'{s:.2f}' for s in scores)}, spread "
                   f"{systems[system]['spread']:.2f}", flush=True)
             if args.out:  # after each system, so that the figures measured so far are kept
-                write_json(args.out, {"benchmark": "tuning_stability", "machine": machine(args.processes),
+                write_json(args.out, {"benchmark": "tuning_stability",
+                                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                                      "machine": machine(args.processes),
                                       "profile": args.profile, "task": args.task, "split": split,
                                       "windows": [list(window) for window in windows], "lmbr": overrides,
                                       "complete": len(systems) == len(args.systems),

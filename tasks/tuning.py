@@ -124,7 +124,7 @@ class TuneLMBR(PipelineTask):
                                             translate, prefix_bleu(references, target), len(lines),
                                             nbests=nbest_choices(lmbr), checkpoints=lmbr.race_sentences,
                                             keep=lmbr.race_keep, tie=lmbr.tie_bleu,
-                                            alpha0=self.profile_config.pbmt.alpha)
+                                            alpha0=self.profile_config.pbmt.alpha, finalists=lmbr.race_finalists)
         theta = best.theta(lmbr.theta_convention, lmbr.theta_t)
         write_json(out / CHOICE_FILE, {"chosen": dataclasses.asdict(best), "theta": theta.signature(),
                                        "start": {"p": start.p, "r": start.r}, "sentences": len(lines),
@@ -239,7 +239,10 @@ def tuning_end(lmbr: LmbrProfile) -> int:
 
 def race_params(lmbr: LmbrProfile) -> dict[str, Any]:
     """The race's settings for a tuning artifact's hash: none without one (the artifacts of before keep their ids)."""
-    return {"race_sentences": lmbr.race_sentences, "race_keep": lmbr.race_keep} if lmbr.race_sentences else {}
+    if not lmbr.race_sentences:
+        return {}
+    return {"race_sentences": lmbr.race_sentences, "race_keep": lmbr.race_keep} | (
+        {"race_finalists": lmbr.race_finalists} if lmbr.race_finalists > 1 else {})
 
 
 def prefix_bleu(references: list[str], target: str) -> Callable[[list[str]], float]:
@@ -387,7 +390,8 @@ class TuneRescoring(PipelineTask):
         p0, r0 = start.p, start.r
         best, results = race_grid(grid, translate, prefix_bleu(references, target), len(lines),
                                   lmbr.race_sentences, lmbr.race_keep, tie=lmbr.tie_bleu,
-                                  simpler=lambda point: simplicity(point, p0, r0, start.alpha))
+                                  simpler=lambda point: simplicity(point, p0, r0, start.alpha),
+                                  finalists=lmbr.race_finalists)
         write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),
                                           **window_record(lmbr), "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),

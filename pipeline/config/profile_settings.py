@@ -298,6 +298,7 @@ class LmbrProfile:
     race_sentences: tuple[int, ...] = ()  # TuneLMBR and TuneRescoring by successive halving: at each of these
     #                                       prefixes of the tune_sentences, only the best race_keep of the points go on
     race_keep: float = 1 / 3
+    race_finalists: int = 1  # the race never narrows below this many points: at least they decode the whole window
 
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
@@ -367,6 +368,7 @@ class LmbrProfile:
                    all(0 < n < self.tune_sentences for n in self.race_sentences),
                    "must list increasing prefixes, each between 0 and tune_sentences"),
                   ("race_keep", 0 < self.race_keep <= 1, "must be in (0, 1]"),
+                  ("race_finalists", self.race_finalists >= 1, "must be at least 1"),
                   ("lattice_weight", self.lattice_weight >= 0, "must not be negative"),
                   ("grid_lattice_weight", all(w >= 0 for w in self.grid_lattice_weight),
                    "must list values that are not negative (or none: only lattice_weight)"),

@@ -124,11 +124,13 @@ SpanDecoder = Callable[[GridPoint, range], list[str]]
 def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
               checkpoints: Sequence[int] = (), keep: float = 1 / 3,
               log: Callable[[str], None] = lambda line: None, tie: float = 0.0,
-              simpler: Callable[[GridPoint], tuple] = simplicity) -> tuple[GridPoint, list[dict]]:
+              simpler: Callable[[GridPoint], tuple] = simplicity,
+              finalists: int = 1) -> tuple[GridPoint, list[dict]]:
     """The best grid point on the first `sentences` tuning sentences, by successive halving over their prefixes.
 
     Every point still in the race decodes up to the next checkpoint (and finally to `sentences`); at a checkpoint
-    only the best ceil(keep x n) of its n points go on, ties to the earlier in grid order (with a tie tolerance, also
+    only the best max(finalists, ceil(keep x n)) of its n points go on (so that the choice among the last ones is
+    made on the whole window, not on a prefix's noise), ties to the earlier in grid order (with a tie tolerance, also
     every point within `tie` BLEU of the last one going on, so that a tie is not decided by a prefix's noise; the
     final choice: :func:`choose`). score(outputs) is the
     BLEU of the first len(outputs) sentences. A point decodes each sentence once, so its outputs equal one decoding
@@ -152,7 +154,7 @@ def race_grid(grid: Sequence[GridPoint], decode: SpanDecoder, score: Callable[[l
             log(", ".join(f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
                           for key, value in asdict(point).items()) + f": BLEU {scores[point]:.2f} ({stop} sentences)")
         ranked = sorted(alive, key=lambda point: -scores[point])
-        going_on = set(ranked[:max(1, math.ceil(keep * len(alive)))])
+        going_on = set(ranked[:max(finalists, 1, math.ceil(keep * len(alive)))])
         if tie > 0:
             last = min(scores[point] for point in going_on)
             going_on |= {point for point in alive if scores[point] >= last - tie - 1e-9}
@@ -184,7 +186,7 @@ def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offset
                         decode: SpanDecoder, score: Callable[[list[str]], float], sentences: int,
                         log: Callable[[str], None] = lambda line: None, nbests: Sequence[int] = (-1,),
                         checkpoints: Sequence[int] = (), keep: float = 1 / 3, tie: float = 0.0,
-                        alpha0: float | None = None) -> tuple[GridPoint, list[dict]]:
+                        alpha0: float | None = None, finalists: int = 1) -> tuple[GridPoint, list[dict]]:
     """Stage 1: lambda x alpha x n-best x gain form at (p0, r0); stage 2: the p and r offsets around stage 1's best
     (its point is not decoded again); each stage a race (:func:`race_grid`). Returns the best point of both stages
     and every decoded point's result, in order. With a tie tolerance, ties go to the simpler point
@@ -194,7 +196,7 @@ def tune_lmbr_in_stages(p0: float, r0: float, lambdas: Sequence[float], p_offset
         return simplicity(point, p0, r0, alpha0 if alpha0 is not None else (alphas[0] if alphas else 1.0))
 
     def race(grid: Sequence[GridPoint]) -> tuple[GridPoint, list[dict]]:
-        return race_grid(grid, decode, score, sentences, checkpoints, keep, log, tie, simpler)
+        return race_grid(grid, decode, score, sentences, checkpoints, keep, log, tie, simpler, finalists)
 
     first, results = race(lmbr_grid(p0, r0, lambdas, [0.0], [0.0], alphas, gains, nbests))
     second = [point for point in lmbr_grid(p0, r0, [first.nmt_lambda], p_offsets, r_offsets, [first.alpha],

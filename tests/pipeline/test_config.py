@@ -240,6 +240,10 @@ def test_race_checkpoints_must_rise_within_the_tuning_sentences(tmp_path):
     folder = edit_config(tmp_path / "d", "profiles/medium.toml", "race_keep = 0.3333", "race_keep = 0.0")
     with pytest.raises(ConfigError, match=r"'lmbr.race_keep' must be in \(0, 1\]"):
         config.load_profile("medium", folder)
+    assert lmbr.race_finalists == 1  # off: the race of before
+    folder = edit_config(tmp_path / "e", "profiles/medium.toml", "race_finalists = 1", "race_finalists = 0")
+    with pytest.raises(ConfigError, match="'lmbr.race_finalists' must be at least 1"):
+        config.load_profile("medium", folder)
 
 
 def test_the_reordering_model_is_distance_based_by_default_and_checked(tmp_path):

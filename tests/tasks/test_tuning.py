@@ -1,12 +1,14 @@
 """TuneLMBR and TuneRescoring as a race (successive halving over the tuning sentences) against the full grid."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
 from luigi.execution_summary import LuigiStatusCode
 
-from tasks.tuning import TuneLMBR, TuneRescoring
+from pipeline.config import load_profile
+from tasks.tuning import TuneLMBR, TuneRescoring, race_params
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
 from tests.tasks.test_decode_tasks import deterministic_configs
@@ -62,3 +64,12 @@ def test_a_race_scores_its_finishers_as_the_full_grid_does(tmp_path):
     assert sum("eliminated_at" not in p for p in lmbr_race[6:]) == 4
     assert len({p["bleu"] for p in lmbr_full[6:]}) > 1 and min(p["bleu"] for p in lmbr_race[6:]
                                                               if "eliminated_at" not in p) > 20
+
+
+def test_finalists_enter_the_tuning_hash_only_above_one():
+    """race_finalists = 1 is the race of before: its tuning artifacts keep their ids; 4 is another race."""
+    lmbr = load_profile("medium").lmbr
+    one, four = dataclasses.replace(lmbr, race_finalists=1), dataclasses.replace(lmbr, race_finalists=4)
+    assert race_params(one) == {"race_sentences": (25, 50), "race_keep": 0.3333}
+    assert race_params(four) == {**race_params(one), "race_finalists": 4}
+    assert race_params(dataclasses.replace(four, race_sentences=())) == {}

@@ -114,6 +114,49 @@ def test_race_keeps_the_best_third_at_each_prefix_and_decodes_each_sentence_once
             assert record["bleu"] == sum(table[point][:len(indices)]) / len(indices)
 
 
+def test_race_finalists_decode_the_whole_window():
+    """Brute force: with finalists, at each checkpoint the best max(finalists, ceil(n / 3)) go on, so at least
+    `finalists` points decode every sentence and the winner is the best of them on the whole window."""
+    for seed in range(20):
+        table, sentences, checkpoints = _race_table(7, 100, seed), 100, (25, 50)
+
+        def decode(point, span):
+            return [f"{point.nmt_lambda} {i}" for i in span]
+
+        def score(outputs):
+            return sum(table[GridPoint(float(o.split()[0]), 0.5, 0.5)][int(o.split()[1])] for o in outputs) / len(outputs)
+
+        best, results = race_grid(list(table), decode, score, sentences, checkpoints, finalists=3)
+        alive = list(table)
+        for stop in checkpoints:
+            means = {point: sum(table[point][:stop]) / stop for point in alive}
+            ranked = sorted(alive, key=lambda point: -means[point])
+            alive = [point for point in alive if point in ranked[:max(3, math.ceil(len(alive) / 3))]]
+        assert len(alive) == 3
+        assert {GridPoint(r["nmt_lambda"], 0.5, 0.5) for r in results if "eliminated_at" not in r} == set(alive)
+        assert best == max(alive, key=lambda point: sum(table[point]))
+
+
+def test_finalists_keep_a_point_that_only_the_whole_window_shows_best():
+    """A point ahead after 2 sentences but behind over all 10: one finalist keeps the prefix's leader, three
+    finalists let the whole window decide."""
+    per_sentence = {GridPoint(0.1, 0.5, 0.5): [1.0] * 2 + [0.0] * 8,   # leads the prefix, worst overall
+                    GridPoint(0.2, 0.5, 0.5): [0.5] * 10,
+                    GridPoint(0.3, 0.5, 0.5): [0.0] * 2 + [0.9] * 8}   # last on the prefix, best overall
+
+    def decode(point, span):
+        return [f"{point.nmt_lambda} {i}" for i in span]
+
+    def score(outputs):
+        return sum(per_sentence[GridPoint(float(o.split()[0]), 0.5, 0.5)][int(o.split()[1])]
+                   for o in outputs) / len(outputs)
+
+    grid = list(per_sentence)
+    assert race_grid(grid, decode, score, 10, (2,), keep=0.3)[0] == grid[0]
+    best, results = race_grid(grid, decode, score, 10, (2,), keep=0.3, finalists=3)
+    assert best == grid[2] and not any("eliminated_at" in r for r in results)
+
+
 def test_race_without_checkpoints_is_the_full_grid():
     table = _race_table(6, 10, 3)
     calls = []
