@@ -263,6 +263,40 @@ def wait_for_load(max_load: float, timeout_seconds: float, poll: float = 10.0) -
         time.sleep(min(poll, max(0.0, timeout_seconds - waited)))
 
 
+def steal_seconds(proc_stat: str | None = None) -> float | None:
+    """The CPU time the hypervisor has given to other guests since boot (the `steal` column of /proc/stat's `cpu`
+    line, in seconds); None where the kernel does not count it. A timed run's growth of it says that the host, not
+    the work, slowed the run."""
+    if proc_stat is None:
+        try:
+            proc_stat = Path("/proc/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+    fields = next((line.split() for line in proc_stat.splitlines() if line.startswith("cpu ")), [])
+    if len(fields) < 9:
+        return None
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
+class RunClock:
+    """Wall time, this process's CPU time (all its threads) and the host's steal across one timed run."""
+
+    def __enter__(self) -> "RunClock":
+        self._wall, self._cpu, self._steal = time.perf_counter(), time.process_time(), steal_seconds()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        steal = steal_seconds()
+        self.seconds = time.perf_counter() - self._wall
+        self.cpu_seconds = time.process_time() - self._cpu
+        self.steal_seconds = None if steal is None or self._steal is None else steal - self._steal
+
+    def record(self) -> dict[str, Any]:
+        """seconds, cpu_seconds and steal_s (null where not counted), rounded."""
+        return {"seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
+                "steal_s": None if self.steal_seconds is None else round(self.steal_seconds, 2)}
+
+
 def wait_for_quiet(max_load: float, timeout_minutes: float, what: str) -> list[float]:
     """Wait until the 1-minute load average is below `max_load`; the load averages then (recorded with the run).
     SystemExit after `timeout_minutes`: a figure measured beside other work is not reported."""

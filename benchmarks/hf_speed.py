@@ -42,14 +42,13 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, first_lines, machine, wait_for_load  # noqa: E402
+from common import REPO, RunClock, first_lines, machine, wait_for_load  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.batching import position_limit  # noqa: E402
@@ -193,12 +192,12 @@ def synthetic_lmatrices(subject: Subject, args: argparse.Namespace, profile, fol
 def timed_run(name: str, fn: Callable[[], Any], words: int, args: argparse.Namespace) -> tuple[dict, Any]:
     """One run of `fn` after waiting for a quiet machine: its figures and its result."""
     start = wait_for_load(args.max_load, args.load_timeout, poll=5.0)
-    began = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - began
-    log = {"decoder": name, "seconds": round(seconds, 3), "wpm": round(60 * words / seconds, 1), **start}
-    print(f"  {name:13s} {log['wpm']:9.0f} wpm  {seconds:7.2f} s  load {start['load_at_start']:.2f}"
-          f"{'' if start['quiet'] else ' (loaded)'}", file=sys.stderr)
+    with RunClock() as clock:
+        result = fn()
+    log = {"decoder": name, **clock.record(), "wpm": round(60 * words / clock.seconds, 1), **start}
+    steal = "" if clock.steal_seconds is None else f"  steal {clock.steal_seconds:.1f} s"
+    print(f"  {name:13s} {log['wpm']:9.0f} wpm  {clock.seconds:7.2f} s  cpu {clock.cpu_seconds:7.2f} s{steal}  "
+          f"load {start['load_at_start']:.2f}{'' if start['quiet'] else ' (loaded)'}", file=sys.stderr)
     return log, result
 
 
@@ -282,8 +281,9 @@ def results_of(measured: dict[str, Any], words: int) -> dict[str, Any]:
     seconds = {name: r["median_seconds"] for name, r in results.items()}
     per_row_step = [seconds[n] / results[n]["row_steps"] for n in ("ours", "ours_lmbr")]
     ours_runs, generate_runs = ([r["seconds"] for r in runs if r["decoder"] == n] for n in ("ours", "generate"))
+    ratios = [round(g / o, 3) for o, g in zip(ours_runs, generate_runs)]  # paired in time: a drifting host cancels
     return {"results": results, "ours_over_generate": round(seconds["generate"] / seconds["ours"], 3),
-            "ratio_per_round": [round(g / o, 3) for o, g in zip(ours_runs, generate_runs)],
+            "ratio_per_round": ratios, "ratio_per_round_median": round(statistics.median(ratios), 3),
             "same_1best": sum(a == b for a, b in zip(ours_best, outputs["generate"])),
             "ours_1best_at_length_limit": sum(len(b) == n for b, n in zip(ours_best, measured["limits"])),
             "lmbr_same_1best_as_ours": sum(a == b for a, b in zip(ours_best, lmbr_best)),
@@ -296,7 +296,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"{'decoder':13s} {'median wpm':>11s} {'median s':>9s}")
     for name, r in report["results"].items():
         print(f"{name:13s} {r['median_wpm']:11.0f} {r['median_seconds']:9.2f}")
-    print(f"ours / generate (words per minute): {report['ours_over_generate']:.2f}x; the same 1-best on "
+    print(f"ours / generate (words per minute): {report['ours_over_generate']:.2f}x by the medians, "
+          f"{report['ratio_per_round_median']:.2f}x by the median of the rounds' ratios; the same 1-best on "
           f"{report['same_1best']} of {report['sentences']}")
     print(f"LMBR over ours alone: {100 * overhead['total_time']:+.1f}% time, {100 * overhead['per_row_step']:+.1f}% "
           f"per row-step ({report['lmbr']['lmatrix']['kind'].split(':')[0]} L)")

@@ -25,9 +25,11 @@ def check_report(report: dict, sentences: int = SENTENCES) -> None:
     assert report["sentences"] == sentences and report["beam"] == 4 and report["batch_sentences"] == 4
     assert [r["decoder"] for r in report["per_run"]] == ["ours", "generate", "ours_lmbr"]
     assert all(r["seconds"] > 0 and "load_at_start" in r for r in report["per_run"])
+    assert all(0 < r["cpu_seconds"] and "steal_s" in r for r in report["per_run"])
     for name in ("ours", "generate", "ours_lmbr"):
         assert report["results"][name]["median_wpm"] > 0
     assert report["ours_over_generate"] > 0 and len(report["ratio_per_round"]) == 1
+    assert report["ratio_per_round_median"] == report["ratio_per_round"][0]
     assert report["same_1best"] == sentences  # the same search on the same model
     assert report["results"]["ours"]["target_tokens"] == report["results"]["generate"]["target_tokens"]
     assert report["results"]["ours_lmbr"]["row_steps"] > 0
