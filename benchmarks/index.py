@@ -55,6 +55,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "terms": ("terms.py", "terminology constraints: terms present, BLEU and speed"),
     "text_roundtrip": ("text_roundtrip.py", "the text pipeline's round trip: raw -> words -> subwords -> text"),
     "tune_bleu": ("tune_bleu.py", "a trained model's beam BLEU on the tuning set"),
+    "tuning_bootstrap": ("tuning_bootstrap.py", "the rescoring rows' mu chosen again on resampled tuning sentences, "
+                         "and the devtest BLEU of each choice"),
     "tuning_stability": ("tuning_stability.py", "tuned systems' devtest BLEU under several windows of tuning "
                          "sentences"),
     "unk_mask": ("experiments/unk_mask.py", "LNMT with <unk> forbidden"),

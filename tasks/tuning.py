@@ -5,7 +5,9 @@
 - TuneSearch: at TuneLMBR's point, the search of LNMT/LTNMT: free, or anchored in the PBMT lattice
   (pipeline/decode/anchored.py), when the profile's [lmbr] grid_search lists both.
 - TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
-  lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings).
+  lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings). With
+  `[lmbr] rescoring_sentences` it decodes a window of its own, the tuning split's first sentences, every mu on all of
+  them (each point is a search kept in the lattice's strings, cheap enough for the whole tuning set).
 
 With `[lmbr] race_sentences`, both grids are races (pipeline/decode/lmbr_tuning.py: race_grid): each point decodes
 growing prefixes of the tuning sentences, and only the best `race_keep` of them go on at each prefix.
@@ -17,6 +19,7 @@ first tune_start + tune_sentences sentences. With `[lmbr] tie_bleu`, ties within
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +36,7 @@ from pipeline.decode.lmbr_tuning import (GridPoint, RescoringPoint, ReweightedSt
 from pipeline.errors import ConfigError
 from pipeline.decode.translate import LoadedModels, load_models, source_lengths, translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
-from pipeline.io import read_json, read_lines, write_json
+from pipeline.io import gzip_writer, read_json, read_lines, write_json
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
 from tasks.base import PipelineTask
@@ -48,6 +51,8 @@ CHOICE_FILE = "lmbr.json"
 SEARCH_FILE = "search.json"
 #: TuneRescoring's record of the chosen point and every grid point's BLEU.
 RESCORING_FILE = "rescoring.json"
+#: TuneRescoring's outputs: every grid point with the tuning outputs it decoded, in window order (gzipped JSON).
+RESCORING_OUTPUTS_FILE = "outputs.json.gz"
 
 
 class TuneLMBR(PipelineTask):
@@ -255,15 +260,16 @@ def nbest_choices(lmbr: LmbrProfile) -> tuple[int, ...]:
     return tuple(lmbr.grid_nbest) or (-1,)
 
 
-def tuning_inputs(task: PipelineTask, inputs: dict) -> tuple[list[str], list[str], LoadedModels, TextProcessor]:
-    """The tuning window's sentences of the tuning set ([lmbr] tune_start .. + tune_sentences: BPE source lines and
-    raw references), the NMT system's models and the target postprocessing, from a tuning task's inputs (system,
-    subwords, raw, truecaser)."""
+def tuning_inputs(task: PipelineTask, inputs: dict, window: range | None = None
+                  ) -> tuple[list[str], list[str], LoadedModels, TextProcessor]:
+    """The window's sentences of the tuning set (BPE source lines and raw references; by default the tuning
+    window, [lmbr] tune_start .. + tune_sentences), the NMT system's models and the target postprocessing, from a
+    tuning task's inputs (system, subwords, raw, truecaser)."""
     source, target = task.config.source, task.config.target
     pretrained = "subwords" not in inputs  # the pretrained model reads the raw lines
     lines, references = window_lines(task, inputs["raw" if pretrained else "subwords"].artifact_dir() /
                                      (f"raw.{source}.gz" if pretrained else f"bpe.{source}.gz"),
-                                     inputs["raw"].artifact_dir() / f"raw.{target}.gz")
+                                     inputs["raw"].artifact_dir() / f"raw.{target}.gz", window=window)
     if pretrained:
         models = load_models([model_dir(inputs["system"])], default_device(), languages=(source, target))
     else:
@@ -296,14 +302,15 @@ def restored(restorer: Any, ids: Any, result: Any, processor: TextProcessor, **o
                             **options)[0]
 
 
-def window_lines(task: PipelineTask, *paths: Path) -> list[list[str]]:
-    """The tuning window's lines of each file (ConfigError when a file has fewer lines than the window needs)."""
-    window, found = task.profile_config.lmbr.tune_window(), []
+def window_lines(task: PipelineTask, *paths: Path, window: range | None = None) -> list[list[str]]:
+    """The window's lines of each file, by default the tuning window's (ConfigError when a file has fewer lines
+    than the window needs)."""
+    window, found = window or task.profile_config.lmbr.tune_window(), []
     for path in paths:
         lines = list(read_lines(path))
         if len(lines) < window.stop:
-            raise ConfigError(f"{task.profile_config.path}: [lmbr] tune_start {window.start} + tune_sentences "
-                              f"{len(window)} = {window.stop} tuning sentences, but {path} has {len(lines)} lines")
+            raise ConfigError(f"{task.profile_config.path}: [lmbr] the tuning sentences {window.start} .. "
+                              f"{window.stop} are tuned on, but {path} has {len(lines)} lines")
         found.append(lines[window.start:window.stop])
     return found
 
@@ -311,7 +318,8 @@ def window_lines(task: PipelineTask, *paths: Path) -> list[list[str]]:
 class TuneRescoring(PipelineTask):
     """rescoring.json: the chosen {nmt_lambda, p, r, alpha, gains, lattice_weight} of lattice rescoring (a -lat
     system) and the BLEU of every grid point on the tuning set: mu over [lmbr] grid_lattice_weight, with TuneLMBR's
-    lambda, p, r, alpha and gain form when L is added, and lambda 1 without."""
+    lambda, p, r, alpha and gain form when L is added, and lambda 1 without. Its window: the tuning split's first
+    [lmbr] rescoring_sentences, every point on all of them; without it, the tuning window and TuneLMBR's race."""
 
     stage = "rescoring-tuning"
     version = 4  # 2: outputs with <unk> take their words from the lattice before they are scored; 3: bounded stop;
@@ -325,23 +333,28 @@ class TuneRescoring(PipelineTask):
 
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
+        end = lmbr.rescoring_window().stop
         required = {"system": nmt_system(self, self.models),
-                    "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=tuning_end(lmbr)),
+                    "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=end),
                     "raw": self.clone(TokenizeSplit, split=tune), "truecaser": self.clone(TrainTruecaser)}
         if self.models != PRETRAINED:
             required["subwords"] = self.clone(ApplyBPE, split=tune)
         if self.lmbr:
             required["lmbr"] = self.clone(TuneLMBR, models=self.models)
             required["lmatrix"] = {alpha: lmatrix_for(self, alpha, -1, lmatrix_stage(self.models), split=tune,
-                                                      sentences=tuning_end(lmbr))
+                                                      sentences=end)
                                    for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)}
         return required
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
-        return {"models": self.models, "lmbr": self.lmbr, "sentences": lmbr.tune_sentences,
-                "grid_lattice_weight": lmbr.lattice_weights(), "patience": lmbr.patience,
-                "decode": self.profile_config.decode.hashed(), **race_params(lmbr), **window_params(lmbr)}
+        if lmbr.rescoring_sentences:  # a window of its own, the whole grid on it
+            window = {"rescoring_sentences": lmbr.rescoring_sentences,
+                      **({"tie_bleu": lmbr.tie_bleu} if lmbr.tie_bleu else {})}
+        else:
+            window = {"sentences": lmbr.tune_sentences, **race_params(lmbr), **window_params(lmbr)}
+        return {"models": self.models, "lmbr": self.lmbr, "grid_lattice_weight": lmbr.lattice_weights(),
+                "patience": lmbr.patience, "decode": self.profile_config.decode.hashed(), **window}
 
     def chosen(self) -> dict[str, Any]:
         """The chosen point of the built artifact: nmt_lambda, p, r, alpha, gains and lattice_weight."""
@@ -355,12 +368,13 @@ class TuneRescoring(PipelineTask):
         torch.set_num_threads(max(1, self.processes))
         lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
         inputs = self.requires()
-        lines, references, models, processor = tuning_inputs(self, inputs)
+        window = lmbr.rescoring_window()
+        lines, references, models, processor = tuning_inputs(self, inputs, window)
         acceptors, restorer = inputs["acceptors"].acceptors(), inputs["acceptors"].word_restorer()
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   patience=lmbr.patience)
-        first = lmbr.tune_window().start
+        first = window.start
         limits = max_output_lengths(torch.tensor(source_lengths(lines, models)), settings.max_length_a,
                                     settings.max_length_b, position_limit(models.ensemble)).tolist()
         if "lmbr" in inputs:
@@ -371,6 +385,8 @@ class TuneRescoring(PipelineTask):
         else:
             start, stores = GridPoint(1.0, 0.0, 0.0), {}
         grid = rescoring_grid(start, lmbr.lattice_weights())
+
+        decoded: dict[RescoringPoint, list[str]] = {point: [] for point in grid}
 
         def translate(point: RescoringPoint, span: range) -> list[str]:
             ids = range(first + span.start, first + span.stop)  # the split's sentence numbers
@@ -385,14 +401,20 @@ class TuneRescoring(PipelineTask):
                                      dataclasses.replace(settings, weight=point.nmt_lambda), processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort,
                                      hook_factory=chain_factories([scorer, constrain]))
-            return restored(restorer, ids, result, processor)
+            decoded[point] += restored(restorer, ids, result, processor)
+            return decoded[point][span.start:]
 
         p0, r0 = start.p, start.r
+        checkpoints = () if lmbr.rescoring_sentences else lmbr.race_sentences  # its own window: the whole grid
         best, results = race_grid(grid, translate, prefix_bleu(references, target), len(lines),
-                                  lmbr.race_sentences, lmbr.race_keep, tie=lmbr.tie_bleu,
+                                  checkpoints, lmbr.race_keep, tie=lmbr.tie_bleu,
                                   simpler=lambda point: simplicity(point, p0, r0, start.alpha),
                                   finalists=lmbr.race_finalists)
+        own = {"window": [window.start, window.stop]} if lmbr.rescoring_sentences else {}
+        with gzip_writer(out / RESCORING_OUTPUTS_FILE, text=True) as stream:  # a bootstrap of the choice reads them
+            json.dump([{"point": dataclasses.asdict(point), "outputs": texts} for point, texts in decoded.items()],
+                      stream, ensure_ascii=False)
         write_json(out / RESCORING_FILE, {"chosen": dataclasses.asdict(best), "sentences": len(lines),
-                                          **window_record(lmbr), "grid": results})
+                                          **window_record(lmbr), **own, "grid": results})
         return {"chosen": dataclasses.asdict(best), "bleu": best_bleu(results),
                 "points": len(results), "sentences": len(lines)}

@@ -299,6 +299,8 @@ class LmbrProfile:
     #                                       prefixes of the tune_sentences, only the best race_keep of the points go on
     race_keep: float = 1 / 3
     race_finalists: int = 1  # the race never narrows below this many points: at least they decode the whole window
+    rescoring_sentences: int = 0  # TuneRescoring's own window, the tuning split's first this many sentences, with
+    #                               every mu of the grid decoded on all of them (no race); 0: the tuning window and race
 
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
@@ -307,6 +309,13 @@ class LmbrProfile:
     def tune_window(self) -> range:
         """The tuning sentences (0-based lines of the prepared tuning split) that every tuning stage decodes."""
         return range(self.tune_start, self.tune_start + self.tune_sentences)
+
+    def rescoring_window(self) -> range:
+        """The tuning sentences TuneRescoring decodes: its own window when rescoring_sentences is set, else the
+        tuning window."""
+        if self.rescoring_sentences:
+            return range(self.rescoring_sentences)
+        return self.tune_window()
 
     def mbr_p_offsets(self) -> tuple[float, ...]:
         return tuple(self.grid_mbr_p) or (0.0,)
@@ -369,6 +378,8 @@ class LmbrProfile:
                    "must list increasing prefixes, each between 0 and tune_sentences"),
                   ("race_keep", 0 < self.race_keep <= 1, "must be in (0, 1]"),
                   ("race_finalists", self.race_finalists >= 1, "must be at least 1"),
+                  ("rescoring_sentences", self.rescoring_sentences >= 0,
+                   "must not be negative (0: the tuning window and its race)"),
                   ("lattice_weight", self.lattice_weight >= 0, "must not be negative"),
                   ("grid_lattice_weight", all(w >= 0 for w in self.grid_lattice_weight),
                    "must list values that are not negative (or none: only lattice_weight)"),
@@ -458,6 +469,10 @@ class Profile:
             found.append(("lmbr.tune_start", f"the tuning window ends at sentence {end} (tune_start "
                           f"{self.lmbr.tune_start} + tune_sentences {self.lmbr.tune_sentences}), past the "
                           f"{self.data.tune_sentences} tuning lines that [data] tune_sentences prepares"))
+        end = self.lmbr.rescoring_window().stop
+        if self.data.tune_sentences and end > self.data.tune_sentences:
+            found.append(("lmbr.rescoring_sentences", f"{end} sentences, past the {self.data.tune_sentences} "
+                          "tuning lines that [data] tune_sentences prepares"))
         for arch in ("gru", "transformer"):
             variant = getattr(self.nmt, arch).training.distillation_variant
             if variant and variant not in self.variants:

@@ -1,14 +1,18 @@
-"""TuneLMBR and TuneRescoring as a race (successive halving over the tuning sentences) against the full grid."""
+"""TuneLMBR and TuneRescoring as a race (successive halving over the tuning sentences) against the full grid, and
+TuneRescoring on a window of its own."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import re
 
 from luigi.execution_summary import LuigiStatusCode
 
 from pipeline.config import load_profile
-from tasks.tuning import TuneLMBR, TuneRescoring, race_params
+from pipeline.evaluation.bleu import corpus_bleu
+from pipeline.io import read_lines
+from tasks.tuning import RESCORING_OUTPUTS_FILE, TuneLMBR, TuneRescoring, race_params
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
 from tests.tasks.test_decode_tasks import deterministic_configs
@@ -32,18 +36,44 @@ def _configs(folder, race: str):
 
 def test_a_race_scores_its_finishers_as_the_full_grid_does(tmp_path):
     """Each point that finishes the race decoded the tuning sentences in two spans (the first 8, then the rest),
-    with the L and acceptors of the right sentences: its BLEU equals the full grid's. The others stopped after 8."""
+    with the L and acceptors of the right sentences: its BLEU equals the full grid's. The others stopped after 8.
+    With rescoring_sentences, TuneRescoring leaves the race (TuneLMBR keeps it: the same artifact as the race's)."""
     data = tmp_path / "data"
     write_deen_folder(data, eval_sentences=12)
     records = {}
-    for name, race in (("full", ""), ("race", "race_sentences = [8]\nrace_keep = 0.5")):
+    race_rule = "race_sentences = [8]\nrace_keep = 0.5"
+    for name, race in (("full", ""), ("race", race_rule), ("own", f"{race_rule}\nrescoring_sentences = 20")):
         (tmp_path / name).mkdir()
         params = shared_params(tmp_path, data, config_dir=_configs(tmp_path / name, race))
         lmbr, rescoring = TuneLMBR(models="TNMT", **params), TuneRescoring(models="TNMT", lmbr=True, **params)
         assert build(lmbr, rescoring).status == LuigiStatusCode.SUCCESS
         records[name] = [json.loads((task.artifact_dir() / file).read_text())
                          for task, file in ((lmbr, "lmbr.json"), (rescoring, "rescoring.json"))]
-        assert ("race_sentences" in lmbr.params()) == (name == "race")
+        # every point's outputs are kept, as many as it decoded, and they give the grid's BLEU
+        with gzip.open(rescoring.artifact_dir() / RESCORING_OUTPUTS_FILE, "rt") as stream:
+            decoded = json.load(stream)
+        references = list(read_lines(rescoring.requires()["raw"].artifact_dir() / "raw.en.gz"))
+        for point, kept in zip(records[name][1]["grid"], decoded):
+            assert kept["point"] == {k: v for k, v in point.items() if k not in ("bleu", "eliminated_at")}
+            assert len(kept["outputs"]) == point.get("eliminated_at", 20)
+            assert corpus_bleu(kept["outputs"], references[:len(kept["outputs"])], "en").score == point["bleu"]
+        assert ("race_sentences" in lmbr.params()) == (name != "full")
+        assert ("race_sentences" in rescoring.params()) == (name == "race")
+        assert rescoring.params().get("rescoring_sentences") == (20 if name == "own" else None)
+
+    # with a window of its own, TuneRescoring decodes every mu on all of it while TuneLMBR still races: from the
+    # race's LMBR point, its grid holds the race's finishers with their BLEU and the points the race stopped
+    own_lmbr, own_rescoring = records.pop("own")
+    raced = records["race"][1]["grid"]
+    assert own_lmbr == records["race"][0] and own_rescoring["window"] == [0, 20]
+    assert len(own_rescoring["grid"]) == len(raced) == 3
+    assert not any("eliminated_at" in point for point in own_rescoring["grid"])
+    for own_point, race_point in zip(own_rescoring["grid"], raced):
+        race_point = dict(race_point)
+        if race_point.pop("eliminated_at", None) is None:
+            assert own_point == race_point
+        else:
+            assert {**own_point, "bleu": None} == {**race_point, "bleu": None}
 
     def key(point):
         return tuple(sorted((k, v) for k, v in point.items() if k not in ("bleu", "eliminated_at")))
@@ -73,3 +103,16 @@ def test_finalists_enter_the_tuning_hash_only_above_one():
     assert race_params(one) == {"race_sentences": (25, 50), "race_keep": 0.3333}
     assert race_params(four) == {**race_params(one), "race_finalists": 4}
     assert race_params(dataclasses.replace(four, race_sentences=())) == {}
+
+
+def test_a_rescoring_window_is_the_tuning_splits_first_sentences_and_must_fit_its_lines():
+    """Without rescoring_sentences, TuneRescoring decodes the tuning window; with it, the split's first sentences,
+    wherever the tuning window starts."""
+    profile = load_profile("medium")
+    plain = dataclasses.replace(profile.lmbr, rescoring_sentences=0, tune_start=100)
+    assert plain.rescoring_window() == plain.tune_window() == range(100, 400)
+    own = dataclasses.replace(plain, rescoring_sentences=1000)
+    assert own.rescoring_window() == range(0, 1000) and not dataclasses.replace(profile, lmbr=own).problems()
+    past = dataclasses.replace(profile, lmbr=dataclasses.replace(own, rescoring_sentences=1001))
+    assert dict(past.problems())["lmbr.rescoring_sentences"] == (
+        "1001 sentences, past the 1000 tuning lines that [data] tune_sentences prepares")

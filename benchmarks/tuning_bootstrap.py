@@ -1,0 +1,135 @@
+"""Benchmark: how often the rescoring rows' tuned mu would be chosen again on a resampled tuning set.
+
+A -lat system's mu is chosen by TuneRescoring as the grid point of highest BLEU on its tuning sentences (with `[lmbr]
+rescoring_sentences`, every one of them). Disjoint windows cannot measure the stability of a choice made on the whole
+tuning set; a bootstrap can: draw the tuning sentences again with replacement (`--samples` times), choose again from
+the outputs TuneRescoring kept for every grid point (no decoding), and count each mu's share of the choices
+(pipeline/evaluation/choice_bootstrap.py). Then every mu chosen in at least `--min-share` of the resamples is decoded
+on the devtest split with the pipeline's own tasks (a copy of the configs whose mu grid is that one point), so that
+the spread of devtest BLEU over the choices a redrawn tuning set would make is measured, not guessed.
+
+It reads the work folder's built TuneRescoring artifacts (reproduce-table builds them) and fails, naming the
+system, where one is missing or predates the kept outputs.
+
+    .venv/bin/python benchmarks/tuning_bootstrap.py --profile medium --task chi-eng --work-dir work \
+        --out results/benchmarks/tuning_bootstrap_medium_chi-eng.json
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from common import machine, pipeline_params, set_profile_keys, work_folder_arguments  # noqa: E402
+from pipeline.io import read_json, write_json  # noqa: E402
+from tuning_stability import devtest_bleu  # noqa: E402
+
+SYSTEMS = ("FNMT-lat", "TNMT-lat", "LNMT-lat", "LTNMT-lat")
+
+
+def rescoring_task(system: str, params: dict[str, Any]):
+    """The TuneRescoring stage of a -lat system."""
+    from tasks.tuning import TuneRescoring
+
+    models = "TNMT" if system.startswith(("LTNMT", "TNMT")) else "FNMT"
+    return TuneRescoring(models=models, lmbr=system.startswith("L"), **params)
+
+
+def kept_outputs(task, system: str) -> tuple[list[dict], list[list[str]], list[str], dict]:
+    """The built stage's grid points, their tuning outputs, the window's references and its record."""
+    from tasks.tuning import RESCORING_FILE, RESCORING_OUTPUTS_FILE, window_lines
+
+    folder = task.artifact_dir()
+    if not task.complete():
+        raise SystemExit(f"{system}: TuneRescoring is not built in {task.work_dir} (run reproduce-table first)")
+    if not (folder / RESCORING_OUTPUTS_FILE).exists():
+        raise SystemExit(f"{system}: {folder} keeps no {RESCORING_OUTPUTS_FILE} (built before the outputs were kept: "
+                         "remove it and build it again)")
+    with gzip.open(folder / RESCORING_OUTPUTS_FILE, "rt", encoding="utf-8") as stream:
+        decoded = json.load(stream)
+    record = read_json(folder / RESCORING_FILE)
+    window = range(*record["window"]) if "window" in record else task.profile_config.lmbr.tune_window()
+    inputs = task.requires()
+    references = window_lines(task, inputs["raw"].artifact_dir() / f"raw.{task.config.target}.gz",
+                              window=window)[0]
+    incomplete = [k for k, point in enumerate(decoded) if len(point["outputs"]) != len(references)]
+    if incomplete:
+        raise SystemExit(f"{system}: {folder} was tuned by a race (points {incomplete} stopped early): the bootstrap "
+                         "needs every point on every tuning sentence ([lmbr] rescoring_sentences)")
+    return [point["point"] for point in decoded], [point["outputs"] for point in decoded], references, record
+
+
+def point_configs(source: Path, folder: Path, profile: str, mu: float) -> Path:
+    """A copy of the configs whose rescoring grid is the one mu (decoded on one tuning sentence: nothing to choose)."""
+    shutil.copytree(source, folder)
+    set_profile_keys(folder / "profiles" / f"{profile}.toml", "lmbr",
+                     {"grid_lattice_weight": f"[{mu!r}]", "rescoring_sentences": "1"})
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    work_folder_arguments(p)
+    p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    p.add_argument("--samples", type=int, default=1000, help="bootstrap resamples of the tuning sentences")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--min-share", type=float, default=0.05,
+                   help="decode the devtest split at every mu chosen in at least this share of the resamples")
+    p.add_argument("--split", help="the devtest split (default: the task's first devtest split)")
+    p.add_argument("--processes", type=int, default=2, help="threads and processes of each stage")
+    p.add_argument("--out", type=Path, help="JSON: per system, each mu's share of the choices and devtest BLEU")
+    args = p.parse_args(argv)
+
+    from pipeline.config import load_task
+    from pipeline.evaluation.choice_bootstrap import choice_shares
+
+    source = args.config_dir or REPO / "configs"
+    split = args.split or load_task(args.task, source).splits.devtest[0]
+    common = pipeline_params(args)
+    target = load_task(args.task, source).target
+    systems: dict[str, Any] = {}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tuning-bootstrap-") as tmp:
+        for system in args.systems:
+            task = rescoring_task(system, {**common, "config_dir": str(source)})
+            points, outputs, references, record = kept_outputs(task, system)
+            shares, as_is = choice_shares(outputs, references, target, args.samples, args.seed)
+            rows = [{"lattice_weight": point["lattice_weight"], "share": round(share, 4),
+                     "tune_bleu": round(grid["bleu"], 2)} for point, share, grid in zip(points, shares, record["grid"])]
+            for row in rows:
+                if row["share"] >= args.min_share or row["lattice_weight"] == record["chosen"]["lattice_weight"]:
+                    mu = row["lattice_weight"]
+                    configs = point_configs(source, Path(tmp) / f"{system}-{mu:g}", args.profile, mu)
+                    row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split,
+                                                             1, f"mu {mu:g}"), 2)
+            decoded = [row["devtest_bleu"] for row in rows if "devtest_bleu" in row]
+            systems[system] = {"chosen": record["chosen"]["lattice_weight"], "sentences": len(references),
+                               "chosen_as_is": rows[as_is]["lattice_weight"],
+                               "share_of_the_choice": rows[as_is]["share"],
+                               "points": rows, "spread": round(max(decoded) - min(decoded), 2)}
+            print(f"{system}: " + ", ".join(f"mu {r['lattice_weight']:g} {100 * r['share']:.1f}%"
+                                            + (f" (devtest {r['devtest_bleu']:.2f})" if "devtest_bleu" in r else "")
+                                            for r in rows) + f"; spread {systems[system]['spread']:.2f}", flush=True)
+            if args.out:  # after each system, so that the figures measured so far are kept
+                write_json(args.out, {"benchmark": "tuning_bootstrap",
+                                      "command": " ".join([Path(sys.executable).name, *sys.argv]),
+                                      "machine": machine(args.processes), "profile": args.profile,
+                                      "task": args.task, "split": split, "samples": args.samples,
+                                      "seed": args.seed, "min_share": args.min_share,
+                                      "complete": len(systems) == len(args.systems),
+                                      "seconds": round(time.monotonic() - started, 1), "systems": systems})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

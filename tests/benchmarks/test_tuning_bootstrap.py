@@ -1,0 +1,36 @@
+"""benchmarks/tuning_bootstrap.py on the session's tiny system: the rescoring rows' choice of mu on resampled tuning
+sentences, and the devtest BLEU of the choices."""
+from __future__ import annotations
+
+import pytest
+
+
+def test_tuning_bootstrap_reports_each_mus_share_and_decodes_the_chosen_ones(tiny_run, exported_systems,
+                                                                            run_benchmark):
+    import luigi
+
+    from tasks.evaluate import EvaluateSystem
+
+    task = exported_systems[0]["FNMT"]
+    params = {"task_name": "ger-eng", "profile": "tiny", "work_dir": str(tiny_run.work_dir),
+              "config_dir": str(tiny_run.config_dir), "data_dir": task.data_dir, "cache_dir": task.cache_dir,
+              "processes": 1}
+    report = run_benchmark("tuning_bootstrap", "--profile", "tiny", "--task", "ger-eng", "--work-dir",
+                           str(tiny_run.work_dir), "--config-dir", str(tiny_run.config_dir), "--data-dir",
+                           task.data_dir, "--cache-dir", task.cache_dir, "--processes", "1",
+                           "--systems", "FNMT-lat", "LTNMT-lat", "--samples", "40", "--min-share", "0.3")
+    assert report["benchmark"] == "tuning_bootstrap" and report["complete"] is True and report["samples"] == 40
+    for system in ("FNMT-lat", "LTNMT-lat"):
+        found = report["systems"][system]
+        shares = [row["share"] for row in found["points"]]
+        assert sum(shares) == pytest.approx(1.0) and found["sentences"] == 10
+        # the tiny profile tunes every mu on every sentence: the choice on the sentences as they are is the tuned one
+        assert found["chosen_as_is"] == found["chosen"]
+        decoded = {row["lattice_weight"]: row["devtest_bleu"] for row in found["points"] if "devtest_bleu" in row}
+        assert found["chosen"] in decoded and all(row["lattice_weight"] in decoded for row in found["points"]
+                                                  if row["share"] >= 0.3)
+        assert found["spread"] == round(max(decoded.values()) - min(decoded.values()), 2)
+        # the tuned mu decoded through a one-point grid gives the table's own row
+        table = EvaluateSystem(system=system, split="newstest2016", **params)
+        assert luigi.build([table], local_scheduler=True, log_level="WARNING")
+        assert decoded[found["chosen"]] == round(table.signature()["stats"]["bleu"]["score"], 2)
