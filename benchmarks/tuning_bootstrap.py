@@ -5,8 +5,9 @@ rescoring_sentences`, every one of them). Disjoint windows cannot measure the st
 tuning set; a bootstrap can: draw the tuning sentences again with replacement (`--samples` times), choose again from
 the outputs TuneRescoring kept for every grid point (no decoding), and count each mu's share of the choices
 (pipeline/evaluation/choice_bootstrap.py). Then every mu chosen in at least `--min-share` of the resamples is decoded
-on the devtest split with the pipeline's own tasks (a copy of the configs whose mu grid is that one point), so that
-the spread of devtest BLEU over the choices a redrawn tuning set would make is measured, not guessed.
+on the devtest split with the pipeline's own tasks (a copy of the configs whose mu grid is that one point; the tuned
+mu is the table's own system), so that the spread of devtest BLEU over the choices a redrawn tuning set would make
+is measured, not guessed.
 
 It reads the work folder's built TuneRescoring artifacts (reproduce-table builds them) and fails, naming the
 system, where one is missing or predates the kept outputs.
@@ -107,11 +108,15 @@ def main(argv: list[str] | None = None) -> int:
             rows = [{"lattice_weight": point["lattice_weight"], "share": round(share, 4),
                      "tune_bleu": round(grid["bleu"], 2)} for point, share, grid in zip(points, shares, record["grid"])]
             for row in rows:
-                if row["share"] >= args.min_share or row["lattice_weight"] == record["chosen"]["lattice_weight"]:
-                    mu = row["lattice_weight"]
+                mu = row["lattice_weight"]
+                if mu == record["chosen"]["lattice_weight"]:  # the system as the table has it (built already)
+                    configs = source
+                elif row["share"] >= args.min_share:
                     configs = point_configs(source, Path(tmp) / f"{system}-{mu:g}", args.profile, mu)
-                    row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split,
-                                                             1, f"mu {mu:g}"), 2)
+                else:
+                    continue
+                row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split, 1,
+                                                         f"mu {mu:g}"), 2)
             decoded = [row["devtest_bleu"] for row in rows if "devtest_bleu" in row]
             systems[system] = {"chosen": record["chosen"]["lattice_weight"], "sentences": len(references),
                                "chosen_as_is": rows[as_is]["lattice_weight"],
