@@ -7,7 +7,8 @@ the outputs TuneRescoring kept for every grid point (no decoding), and count eac
 (pipeline/evaluation/choice_bootstrap.py). Then every mu chosen in at least `--min-share` of the resamples is decoded
 on the devtest split with the pipeline's own tasks (a copy of the configs whose mu grid is that one point; the tuned
 mu is the table's own system), so that the spread of devtest BLEU over the choices a redrawn tuning set would make
-is measured, not guessed.
+is measured, not guessed: the spread over those choices, and the share of the resamples whose choice scores within
+`--tolerance` (0.3) devtest BLEU of the tuned mu's.
 
 It reads the work folder's built TuneRescoring artifacts (reproduce-table builds them) and fails, naming the
 system, where one is missing or predates the kept outputs.
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--min-share", type=float, default=0.05,
                    help="decode the devtest split at every mu chosen in at least this share of the resamples")
+    p.add_argument("--tolerance", type=float, default=0.3,
+                   help="the share of the resamples whose choice scores within this devtest BLEU of the tuned one's")
     p.add_argument("--split", help="the devtest split (default: the task's first devtest split)")
     p.add_argument("--processes", type=int, default=2, help="threads and processes of each stage")
     p.add_argument("--out", type=Path, help="JSON: per system, each mu's share of the choices and devtest BLEU")
@@ -107,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
             shares, as_is = choice_shares(outputs, references, target, args.samples, args.seed)
             rows = [{"lattice_weight": point["lattice_weight"], "share": round(share, 4),
                      "tune_bleu": round(grid["bleu"], 2)} for point, share, grid in zip(points, shares, record["grid"])]
+            chosen = record["chosen"]["lattice_weight"]
             for row in rows:
                 mu = row["lattice_weight"]
-                if mu == record["chosen"]["lattice_weight"]:  # the system as the table has it (built already)
+                if mu == chosen:  # the system as the table has it (built already)
                     configs = source
                 elif row["share"] >= args.min_share:
                     configs = point_configs(source, Path(tmp) / f"{system}-{mu:g}", args.profile, mu)
@@ -118,19 +122,25 @@ def main(argv: list[str] | None = None) -> int:
                 row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split, 1,
                                                          f"mu {mu:g}"), 2)
             decoded = [row["devtest_bleu"] for row in rows if "devtest_bleu" in row]
-            systems[system] = {"chosen": record["chosen"]["lattice_weight"], "sentences": len(references),
+            tuned = next(row["devtest_bleu"] for row in rows if row["lattice_weight"] == chosen)
+            within = sum(row["share"] for row in rows  # a mu left undecoded (share below --min-share) counts as outside
+                         if "devtest_bleu" in row and abs(row["devtest_bleu"] - tuned) <= args.tolerance + 1e-9)
+            systems[system] = {"chosen": chosen, "sentences": len(references),
                                "chosen_as_is": rows[as_is]["lattice_weight"],
-                               "share_of_the_choice": rows[as_is]["share"],
-                               "points": rows, "spread": round(max(decoded) - min(decoded), 2)}
+                               "share_of_the_choice": rows[as_is]["share"], "points": rows,
+                               "spread": round(max(decoded) - min(decoded), 2),
+                               "share_within_tolerance": round(within, 4)}
             print(f"{system}: " + ", ".join(f"mu {r['lattice_weight']:g} {100 * r['share']:.1f}%"
                                             + (f" (devtest {r['devtest_bleu']:.2f})" if "devtest_bleu" in r else "")
-                                            for r in rows) + f"; spread {systems[system]['spread']:.2f}", flush=True)
+                                            for r in rows) + f"; spread {systems[system]['spread']:.2f}; within "
+                  f"{args.tolerance:g} of the tuned mu's devtest BLEU: {100 * within:.1f}% of the resamples",
+                  flush=True)
             if args.out:  # after each system, so that the figures measured so far are kept
                 write_json(args.out, {"benchmark": "tuning_bootstrap",
                                       "command": " ".join([Path(sys.executable).name, *sys.argv]),
                                       "machine": machine(args.processes), "profile": args.profile,
                                       "task": args.task, "split": split, "samples": args.samples,
-                                      "seed": args.seed, "min_share": args.min_share,
+                                      "seed": args.seed, "min_share": args.min_share, "tolerance": args.tolerance,
                                       "complete": len(systems) == len(args.systems),
                                       "seconds": round(time.monotonic() - started, 1), "systems": systems})
     return 0

@@ -29,6 +29,8 @@ def test_tuning_bootstrap_reports_each_mus_share_and_decodes_the_chosen_ones(tin
         assert found["chosen_as_is"] == found["chosen"]
         decoded = {row["lattice_weight"]: row["devtest_bleu"] for row in found["points"]}  # --min-share 0: all
         assert found["spread"] == round(max(decoded.values()) - min(decoded.values()), 2)
+        assert found["share_within_tolerance"] == pytest.approx(sum(
+            row["share"] for row in found["points"] if abs(row["devtest_bleu"] - decoded[found["chosen"]]) <= 0.3))
         table = EvaluateSystem(system=system, split="newstest2016", **params)
         assert luigi.build([table], local_scheduler=True, log_level="WARNING")
         assert decoded[found["chosen"]] == round(table.signature()["stats"]["bleu"]["score"], 2)
