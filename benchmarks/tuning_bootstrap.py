@@ -60,10 +60,8 @@ def kept_outputs(task, system: str) -> tuple[list[dict], list[list[str]], list[s
     with gzip.open(folder / RESCORING_OUTPUTS_FILE, "rt", encoding="utf-8") as stream:
         decoded = json.load(stream)
     record = read_json(folder / RESCORING_FILE)
-    window = range(*record["window"]) if "window" in record else task.profile_config.lmbr.tune_window()
-    inputs = task.requires()
-    references = window_lines(task, inputs["raw"].artifact_dir() / f"raw.{task.config.target}.gz",
-                              window=window)[0]
+    references = window_lines(task, task.requires()["raw"].artifact_dir() / f"raw.{task.config.target}.gz",
+                              window=task.profile_config.lmbr.rescoring_window())[0]
     incomplete = [k for k, point in enumerate(decoded) if len(point["outputs"]) != len(references)]
     if incomplete:
         raise SystemExit(f"{system}: {folder} was tuned by a race (points {incomplete} stopped early): the bootstrap "

@@ -16,17 +16,23 @@ from sacrebleu.metrics import BLEU
 from pipeline.evaluation.bleu import bleu_tokenizer
 
 
+def _metric(target_lang: str) -> BLEU:
+    """The cased corpus BLEU of pipeline/evaluation/bleu.py for the target language."""
+    return BLEU(tokenize=bleu_tokenizer(target_lang), lowercase=False)
+
+
 def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str], target_lang: str) -> np.ndarray:
     """sacrebleu's BLEU statistics of each sentence: [sentences, 2 + 2 * 4] (lengths, then matches and totals)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    metric = BLEU(tokenize=bleu_tokenizer(target_lang), lowercase=False)
-    return np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
+    return np.asarray(_metric(target_lang)._extract_corpus_statistics(list(hypotheses), [list(references)]),
+                      dtype=np.int64)
 
 
-def bleu_of_statistics(statistics: np.ndarray, target_lang: str) -> float:
-    """The corpus BLEU of summed statistics ([2 + 2 * 4]), as sacrebleu computes it."""
-    metric = BLEU(tokenize=bleu_tokenizer(target_lang), lowercase=False)
+def bleu_of_statistics(statistics: np.ndarray, target_lang: str | BLEU) -> float:
+    """The corpus BLEU of summed statistics ([2 + 2 * 4]), as sacrebleu computes it (the language's metric, or the
+    metric itself when it is at hand)."""
+    metric = target_lang if isinstance(target_lang, BLEU) else _metric(target_lang)
     return float(metric._compute_score_from_stats(statistics.tolist()).score)
 
 
@@ -41,13 +47,14 @@ def choice_shares(outputs: Sequence[Sequence[str]], references: Sequence[str], t
     if not outputs:
         raise ValueError("no grid points")
     statistics = np.stack([sentence_statistics(texts, references, target_lang) for texts in outputs])
-    chosen_as_is = _best([bleu_of_statistics(s.sum(axis=0), target_lang) for s in statistics])
+    metric = _metric(target_lang)  # one for every resample
+    chosen_as_is = _best([bleu_of_statistics(s.sum(axis=0), metric) for s in statistics])
     rng = np.random.default_rng(seed)
     counts = np.zeros(len(outputs), dtype=np.int64)
     for _ in range(samples):
         drawn = rng.integers(0, len(references), size=len(references))
         summed = statistics[:, drawn].sum(axis=1)  # [points, 2 + 2 * 4]
-        counts[_best([bleu_of_statistics(row, target_lang) for row in summed])] += 1
+        counts[_best([bleu_of_statistics(row, metric) for row in summed])] += 1
     return (counts / samples).tolist(), chosen_as_is
 
 
