@@ -1,17 +1,18 @@
-"""Benchmark: how often the rescoring rows' tuned mu would be chosen again on a resampled tuning set.
+"""Benchmark: how often a tuning choice made on the whole tuning set would be made again on a resampled one.
 
-A -lat system's mu is chosen by TuneRescoring as the grid point of highest BLEU on its tuning sentences (with `[lmbr]
-rescoring_sentences`, every one of them). Disjoint windows cannot measure the stability of a choice made on the whole
-tuning set; a bootstrap can: draw the tuning sentences again with replacement (`--samples` times), choose again from
-the outputs TuneRescoring kept for every grid point (no decoding), and count each mu's share of the choices
-(pipeline/evaluation/choice_bootstrap.py). Then every mu chosen in at least `--min-share` of the resamples is decoded
-on the devtest split with the pipeline's own tasks (a copy of the configs whose mu grid is that one point; the tuned
-mu is the table's own system), so that the spread of devtest BLEU over the choices a redrawn tuning set would make
-is measured, not guessed: the spread over those choices, and the share of the resamples whose choice scores within
-`--tolerance` (0.3) devtest BLEU of the tuned mu's.
+Two choices are made on every tuning sentence at once: a -lat system's mu (TuneRescoring, the grid point of highest
+BLEU, with `[lmbr] rescoring_sentences`) and LNMT's and LTNMT's search, free or anchored in the lattice (TuneSearch,
+with `[lmbr] search_sentences`). Disjoint windows cannot measure the stability of such a choice; a bootstrap can: draw
+the tuning sentences again with replacement (`--samples` times), choose again from the outputs the stage kept for
+every candidate (no decoding), and count each candidate's share of the choices
+(pipeline/evaluation/choice_bootstrap.py). Then every candidate chosen in at least `--min-share` of the resamples is
+decoded on the devtest split with the pipeline's own tasks (a copy of the configs that imposes it: a mu grid of that
+one point, or that one search; the tuned candidate is the table's own system), so that the spread of devtest BLEU
+over the choices a redrawn tuning set would make is measured, not guessed: the spread over those choices, and the
+share of the resamples whose choice scores within `--tolerance` (0.3) devtest BLEU of the tuned one's.
 
-It reads the work folder's built TuneRescoring artifacts (reproduce-table builds them) and fails, naming the
-system, where one is missing or predates the kept outputs.
+It reads the work folder's built tuning artifacts (reproduce-table builds them) and fails, naming the system, where
+one is missing or predates the kept outputs.
 
     .venv/bin/python benchmarks/tuning_bootstrap.py --profile medium --task chi-eng --work-dir work \
         --out results/benchmarks/tuning_bootstrap_medium_chi-eng.json
@@ -36,37 +37,63 @@ from common import machine, pipeline_params, set_profile_keys, work_folder_argum
 from pipeline.io import read_json, write_json  # noqa: E402
 from tuning_stability import devtest_bleu  # noqa: E402
 
-SYSTEMS = ("FNMT-lat", "TNMT-lat", "LNMT-lat", "LTNMT-lat")
+RESCORED = ("FNMT-lat", "TNMT-lat", "LNMT-lat", "LTNMT-lat")  # mu, chosen by TuneRescoring
+SEARCHED = ("LNMT", "LTNMT")  # the search, chosen by TuneSearch
+SYSTEMS = RESCORED + SEARCHED
 
 
-def rescoring_task(system: str, params: dict[str, Any]):
-    """The TuneRescoring stage of a -lat system."""
-    from tasks.tuning import TuneRescoring
+def tuning_task(system: str, params: dict[str, Any]):
+    """The tuning stage whose choice the bootstrap repeats: TuneRescoring of a -lat system, TuneSearch of LNMT/LTNMT."""
+    from tasks.tuning import TuneRescoring, TuneSearch
 
     models = "TNMT" if system.startswith(("LTNMT", "TNMT")) else "FNMT"
+    if system in SEARCHED:
+        return TuneSearch(models=models, **params)
     return TuneRescoring(models=models, lmbr=system.startswith("L"), **params)
 
 
-def kept_outputs(task, system: str) -> tuple[list[dict], list[list[str]], list[str], dict]:
-    """The built stage's grid points, their tuning outputs, the window's references and its record."""
-    from tasks.tuning import RESCORING_FILE, RESCORING_OUTPUTS_FILE, window_lines
+def candidate_key(system: str) -> str:
+    """What the system's tuning chooses: "lattice_weight" (mu) or "search"."""
+    return "search" if system in SEARCHED else "lattice_weight"
 
-    folder = task.artifact_dir()
+
+def label(system: str, candidate: Any) -> str:
+    return f"{candidate} search" if system in SEARCHED else f"mu {candidate:g}"
+
+
+def kept_outputs(task, system: str) -> tuple[list[Any], list[list[str]], list[str], list[float], Any]:
+    """The built stage's candidates (mu or search), their tuning outputs, the window's references, each candidate's
+    tuning BLEU as the stage recorded it, and the chosen candidate."""
+    from tasks.tuning import (RESCORING_FILE, RESCORING_OUTPUTS_FILE, SEARCH_FILE, SEARCH_OUTPUTS_FILE, TuneSearch,
+                              window_lines)
+
+    searched = isinstance(task, TuneSearch)
+    folder, stage = task.artifact_dir(), type(task).__name__
+    kept = SEARCH_OUTPUTS_FILE if searched else RESCORING_OUTPUTS_FILE
     if not task.complete():
-        raise SystemExit(f"{system}: TuneRescoring is not built in {task.work_dir} (run reproduce-table first)")
-    if not (folder / RESCORING_OUTPUTS_FILE).exists():
-        raise SystemExit(f"{system}: {folder} keeps no {RESCORING_OUTPUTS_FILE} (built before the outputs were kept: "
-                         "remove it and build it again)")
-    with gzip.open(folder / RESCORING_OUTPUTS_FILE, "rt", encoding="utf-8") as stream:
+        raise SystemExit(f"{system}: {stage} is not built in {task.work_dir} (run reproduce-table first)")
+    if not (folder / kept).exists():
+        raise SystemExit(f"{system}: {folder} keeps no {kept} (built before the outputs were kept: remove it and "
+                         "build it again)")
+    with gzip.open(folder / kept, "rt", encoding="utf-8") as stream:
         decoded = json.load(stream)
-    record = read_json(folder / RESCORING_FILE)
+    lmbr = task.profile_config.lmbr
+    window = lmbr.search_window() if searched else lmbr.rescoring_window()
     references = window_lines(task, task.requires()["raw"].artifact_dir() / f"raw.{task.config.target}.gz",
-                              window=task.profile_config.lmbr.rescoring_window())[0]
+                              window=window)[0]
     incomplete = [k for k, point in enumerate(decoded) if len(point["outputs"]) != len(references)]
     if incomplete:
         raise SystemExit(f"{system}: {folder} was tuned by a race (points {incomplete} stopped early): the bootstrap "
                          "needs every point on every tuning sentence ([lmbr] rescoring_sentences)")
-    return [point["point"] for point in decoded], [point["outputs"] for point in decoded], references, record
+    outputs = [point["outputs"] for point in decoded]
+    if searched:
+        record = read_json(folder / SEARCH_FILE)
+        candidates = [point["search"] for point in decoded]
+        return (candidates, outputs, references, [record["bleu"][c] for c in candidates],
+                record["chosen"]["search"])
+    record = read_json(folder / RESCORING_FILE)
+    return ([point["point"]["lattice_weight"] for point in decoded], outputs, references,
+            [grid["bleu"] for grid in record["grid"]], record["chosen"]["lattice_weight"])
 
 
 def point_configs(source: Path, folder: Path, profile: str, mu: float) -> Path:
@@ -74,6 +101,13 @@ def point_configs(source: Path, folder: Path, profile: str, mu: float) -> Path:
     shutil.copytree(source, folder)
     set_profile_keys(folder / "profiles" / f"{profile}.toml", "lmbr",
                      {"grid_lattice_weight": f"[{mu!r}]", "rescoring_sentences": "1"})
+    return folder
+
+
+def search_configs(source: Path, folder: Path, profile: str, search: str) -> Path:
+    """A copy of the configs that imposes the one search (no TuneSearch: nothing to choose)."""
+    shutil.copytree(source, folder)
+    set_profile_keys(folder / "profiles" / f"{profile}.toml", "lmbr", {"grid_search": "[]", "search": f'"{search}"'})
     return folder
 
 
@@ -103,35 +137,35 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuning-bootstrap-") as tmp:
         for system in args.systems:
-            task = rescoring_task(system, {**common, "config_dir": str(source)})
-            points, outputs, references, record = kept_outputs(task, system)
+            task = tuning_task(system, {**common, "config_dir": str(source)})
+            candidates, outputs, references, tune_bleu, chosen = kept_outputs(task, system)
             shares, as_is = choice_shares(outputs, references, target, args.samples, args.seed)
-            rows = [{"lattice_weight": point["lattice_weight"], "share": round(share, 4),
-                     "tune_bleu": round(grid["bleu"], 2)} for point, share, grid in zip(points, shares, record["grid"])]
-            chosen = record["chosen"]["lattice_weight"]
+            key = candidate_key(system)
+            rows = [{key: candidate, "share": round(share, 4), "tune_bleu": round(bleu, 2)}
+                    for candidate, share, bleu in zip(candidates, shares, tune_bleu)]
             for row in rows:
-                mu = row["lattice_weight"]
-                if mu == chosen:  # the system as the table has it (built already)
+                candidate = row[key]
+                if candidate == chosen:  # the system as the table has it (built already)
                     configs = source
                 elif row["share"] >= args.min_share:
-                    configs = point_configs(source, Path(tmp) / f"{system}-{mu:g}", args.profile, mu)
+                    impose = search_configs if system in SEARCHED else point_configs
+                    configs = impose(source, Path(tmp) / f"{system}-{candidate}", args.profile, candidate)
                 else:
                     continue
                 row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split, 1,
-                                                         f"mu {mu:g}"), 2)
+                                                         label(system, candidate)), 2)
             decoded = [row["devtest_bleu"] for row in rows if "devtest_bleu" in row]
-            tuned = next(row["devtest_bleu"] for row in rows if row["lattice_weight"] == chosen)
-            within = sum(row["share"] for row in rows  # a mu left undecoded (share below --min-share) counts as outside
+            tuned = next(row["devtest_bleu"] for row in rows if row[key] == chosen)
+            within = sum(row["share"] for row in rows  # a candidate left undecoded (below --min-share) is outside
                          if "devtest_bleu" in row and abs(row["devtest_bleu"] - tuned) <= args.tolerance + 1e-9)
             systems[system] = {"chosen": chosen, "sentences": len(references),
-                               "chosen_as_is": rows[as_is]["lattice_weight"],
-                               "share_of_the_choice": rows[as_is]["share"], "points": rows,
-                               "spread": round(max(decoded) - min(decoded), 2),
+                               "chosen_as_is": rows[as_is][key], "share_of_the_choice": rows[as_is]["share"],
+                               "points": rows, "spread": round(max(decoded) - min(decoded), 2),
                                "share_within_tolerance": round(within, 4)}
-            print(f"{system}: " + ", ".join(f"mu {r['lattice_weight']:g} {100 * r['share']:.1f}%"
+            print(f"{system}: " + ", ".join(f"{label(system, r[key])} {100 * r['share']:.1f}%"
                                             + (f" (devtest {r['devtest_bleu']:.2f})" if "devtest_bleu" in r else "")
                                             for r in rows) + f"; spread {systems[system]['spread']:.2f}; within "
-                  f"{args.tolerance:g} of the tuned mu's devtest BLEU: {100 * within:.1f}% of the resamples",
+                  f"{args.tolerance:g} of the tuned choice's devtest BLEU: {100 * within:.1f}% of the resamples",
                   flush=True)
             if args.out:  # after each system, so that the figures measured so far are kept
                 write_json(args.out, {"benchmark": "tuning_bootstrap",

@@ -3,7 +3,9 @@
 - TuneLMBR: lambda, alpha and the gain form of LMBR decoding, then p and r at their best (tune_lmbr_in_stages).
   DecodeLNMT / DecodeLTNMT then use the chosen lambda and theta, and the L of the chosen alpha.
 - TuneSearch: at TuneLMBR's point, the search of LNMT/LTNMT: free, or anchored in the PBMT lattice
-  (pipeline/decode/anchored.py), when the profile's [lmbr] grid_search lists both.
+  (pipeline/decode/anchored.py), when the profile's [lmbr] grid_search lists both. With `[lmbr] search_sentences`
+  it decodes a window of its own, the tuning split's first sentences (two decodings at one point: cheap enough for
+  the whole tuning set).
 - TuneRescoring: mu, the weight of the PBMT lattice's own cost, for the -lat systems (those with L keep TuneLMBR's
   lambda, p, r, alpha and gain form: a joint grid with lambda would cost len(grid_lambda) times the decodings). With
   `[lmbr] rescoring_sentences` it decodes a window of its own, the tuning split's first sentences, every mu on all of
@@ -49,6 +51,8 @@ from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage, model_di
 CHOICE_FILE = "lmbr.json"
 #: TuneSearch's record of the chosen search and the BLEU of each.
 SEARCH_FILE = "search.json"
+#: TuneSearch's outputs: every search with the tuning outputs it decoded, in window order (gzipped JSON).
+SEARCH_OUTPUTS_FILE = "outputs.json.gz"
 #: TuneRescoring's record of the chosen point and every grid point's BLEU.
 RESCORING_FILE = "rescoring.json"
 #: TuneRescoring's outputs: every grid point with the tuning outputs it decoded, in window order (gzipped JSON).
@@ -141,7 +145,9 @@ class TuneLMBR(PipelineTask):
 class TuneSearch(PipelineTask):
     """search.json: the search of LNMT/LTNMT ([lmbr] grid_search: free or anchored) that scores the higher BLEU on
     the tuning sentences at TuneLMBR's chosen point (ties: the grid's first; within [lmbr] search_tie_bleu the
-    grid's first too, or within tie_bleu the free search), and each one's BLEU."""
+    grid's first too, or within tie_bleu the free search), and each one's BLEU; outputs.json.gz, each search's tuning
+    outputs. Its window: the tuning split's first [lmbr] search_sentences (with the L matrices of every evidence
+    space TuneLMBR may choose, over all of them); without it, the tuning window."""
 
     stage = "search-tuning"
     version = 1
@@ -154,13 +160,21 @@ class TuneSearch(PipelineTask):
     def requires(self) -> dict[str, PipelineTask]:
         tune, lmbr = self.config.splits.tune, self.profile_config.lmbr
         lmbr_tuning = self.clone(TuneLMBR, models=self.models)  # and what it decodes with
-        return {**lmbr_tuning.requires(), "tuning": lmbr_tuning,
-                "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=tuning_end(lmbr))}
+        end = lmbr.search_window().stop
+        required = {**lmbr_tuning.requires(), "tuning": lmbr_tuning,
+                    "acceptors": self.clone(acceptor_stage(self.models), split=tune, sentences=end)}
+        if lmbr.search_sentences:  # a window of its own: every evidence space TuneLMBR may choose, over all of it
+            stage = lmatrix_stage(self.models)
+            required["lmatrix"] = {(alpha, nbest): lmatrix_for(self, alpha, nbest, stage, split=tune, sentences=end)
+                                   for alpha in lmbr.alphas(self.profile_config.pbmt.alpha)
+                                   for nbest in nbest_choices(lmbr)}
+        return required
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
+        own = {"search_sentences": lmbr.search_sentences} if lmbr.search_sentences else {}
         return {"models": self.models, "grid_search": lmbr.search_forms(), **window_params(lmbr),
-                **search_tie_params(lmbr)}
+                **search_tie_params(lmbr), **own}
 
     def chosen(self) -> str:
         """The chosen search of the built artifact: "free" or "anchored"."""
@@ -172,7 +186,8 @@ class TuneSearch(PipelineTask):
         torch.set_num_threads(max(1, self.processes))
         lmbr, decode, target = self.profile_config.lmbr, self.profile_config.decode, self.config.target
         inputs = self.requires()
-        lines, references, models, processor = tuning_inputs(self, inputs)
+        span = lmbr.search_window()  # the split's sentence numbers of the lines
+        lines, references, models, processor = tuning_inputs(self, inputs, span)
         point = GridPoint(**inputs["tuning"].chosen())
         theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
         evidence = inputs["lmatrix"][point.alpha, point.nbest]
@@ -181,8 +196,7 @@ class TuneSearch(PipelineTask):
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=point.nmt_lambda, patience=lmbr.patience)
         acceptors, restorer = inputs["acceptors"].acceptors(), restorer_of(inputs)
-        span = lmbr.tune_window()  # the split's sentence numbers of the lines
-        bleu, from_lattice = {}, 0
+        bleu, outputs, from_lattice = {}, {}, 0
 
         def lmbr_factory(ids: list[int]):
             return lmbr_hook_factory(store, models.tgt_vocab.bos_id, sentence_ids=ids,
@@ -197,13 +211,17 @@ class TuneSearch(PipelineTask):
             else:
                 result, lattice_lines = translate_lines(lines, models, settings, processor, source=None,
                                                         hook_factory=lmbr_factory(list(span)), **batching), []
-            texts = restored(restorer, span, result, processor, paths=set(lattice_lines))
-            bleu[search] = corpus_bleu(texts, references, target).score
+            outputs[search] = restored(restorer, span, result, processor, paths=set(lattice_lines))
+            bleu[search] = corpus_bleu(outputs[search], references, target).score
         tie, preferred = lmbr.search_ties()
         best = choose_search(bleu, tie, preferred) if tie > 0 else max(
             bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
+        with gzip_writer(out / SEARCH_OUTPUTS_FILE, text=True) as stream:  # a bootstrap of the choice reads them
+            json.dump([{"search": search, "outputs": texts} for search, texts in outputs.items()], stream,
+                      ensure_ascii=False)
+        own = {"window": [span.start, span.stop]} if lmbr.search_sentences else {}
         write_json(out / SEARCH_FILE, {"chosen": {"search": best}, "bleu": bleu, "sentences": len(lines),
-                                       **window_record(lmbr), **search_tie_params(lmbr),
+                                       **window_record(lmbr), **own, **search_tie_params(lmbr),
                                        "point": dataclasses.asdict(point), "anchored_lines_from_lattice": from_lattice})
         return {"chosen": best, "bleu": bleu, "sentences": len(lines)}
 

@@ -301,6 +301,8 @@ class LmbrProfile:
     race_finalists: int = 1  # the race never narrows below this many points: at least they decode the whole window
     rescoring_sentences: int = 0  # TuneRescoring's own window, the tuning split's first this many sentences, with
     #                               every mu of the grid decoded on all of them (no race); 0: the tuning window and race
+    search_sentences: int = 0  # TuneSearch's own window, the tuning split's first this many sentences, each search of
+    #                            grid_search decoded on all of them at TuneLMBR's point; 0: the tuning window
 
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same
@@ -315,6 +317,13 @@ class LmbrProfile:
         tuning window."""
         if self.rescoring_sentences:
             return range(self.rescoring_sentences)
+        return self.tune_window()
+
+    def search_window(self) -> range:
+        """The tuning sentences TuneSearch decodes: its own window when search_sentences is set, else the tuning
+        window."""
+        if self.search_sentences:
+            return range(self.search_sentences)
         return self.tune_window()
 
     def mbr_p_offsets(self) -> tuple[float, ...]:
@@ -380,6 +389,7 @@ class LmbrProfile:
                   ("race_finalists", self.race_finalists >= 1, "must be at least 1"),
                   ("rescoring_sentences", self.rescoring_sentences >= 0,
                    "must not be negative (0: the tuning window and its race)"),
+                  ("search_sentences", self.search_sentences >= 0, "must not be negative (0: the tuning window)"),
                   ("lattice_weight", self.lattice_weight >= 0, "must not be negative"),
                   ("grid_lattice_weight", all(w >= 0 for w in self.grid_lattice_weight),
                    "must list values that are not negative (or none: only lattice_weight)"),
@@ -469,10 +479,11 @@ class Profile:
             found.append(("lmbr.tune_start", f"the tuning window ends at sentence {end} (tune_start "
                           f"{self.lmbr.tune_start} + tune_sentences {self.lmbr.tune_sentences}), past the "
                           f"{self.data.tune_sentences} tuning lines that [data] tune_sentences prepares"))
-        end = self.lmbr.rescoring_window().stop
-        if self.data.tune_sentences and end > self.data.tune_sentences:
-            found.append(("lmbr.rescoring_sentences", f"{end} sentences, past the {self.data.tune_sentences} "
-                          "tuning lines that [data] tune_sentences prepares"))
+        for key, window in (("rescoring_sentences", self.lmbr.rescoring_window()),
+                            ("search_sentences", self.lmbr.search_window())):
+            if self.data.tune_sentences and window.stop > self.data.tune_sentences:
+                found.append((f"lmbr.{key}", f"{window.stop} sentences, past the {self.data.tune_sentences} "
+                              "tuning lines that [data] tune_sentences prepares"))
         for arch in ("gru", "transformer"):
             variant = getattr(self.nmt, arch).training.distillation_variant
             if variant and variant not in self.variants:

@@ -41,3 +41,45 @@ def test_tuning_bootstrap_reports_each_mus_share_and_decodes_the_chosen_ones(tin
         assert luigi.build([again], local_scheduler=True, log_level="WARNING")
         assert again.artifact_dir() != table.artifact_dir()
         assert again.signature()["stats"]["bleu"]["score"] == table.signature()["stats"]["bleu"]["score"]
+
+
+def test_tuning_bootstrap_repeats_the_search_choice_and_imposes_each_search(tiny_run, exported_systems,
+                                                                           run_benchmark, tmp_path):
+    """LTNMT's search, tuned on a window of its own over both searches: each search's share of the resampled
+    choices, and the devtest BLEU of each; imposing the tuned search gives the table's own row."""
+    import shutil
+
+    import luigi
+
+    from tasks.evaluate import EvaluateSystem
+    from tests.benchmarks.conftest import benchmark
+
+    configs = tmp_path / "configs"
+    shutil.copytree(tiny_run.config_dir, configs)
+    module = benchmark("tuning_bootstrap")
+    module.set_profile_keys(configs / "profiles" / "tiny.toml", "lmbr",
+                            {"grid_search": '["free", "anchored"]', "search_sentences": "10"})
+    task = exported_systems[0]["FNMT"]
+    params = {"task_name": "ger-eng", "profile": "tiny", "work_dir": str(tiny_run.work_dir),
+              "config_dir": str(configs), "data_dir": task.data_dir, "cache_dir": task.cache_dir, "processes": 1}
+    table = EvaluateSystem(system="LTNMT", split="newstest2016", **params)
+    assert luigi.build([table], local_scheduler=True, log_level="WARNING")
+    report = run_benchmark("tuning_bootstrap", "--profile", "tiny", "--task", "ger-eng", "--work-dir",
+                           str(tiny_run.work_dir), "--config-dir", str(configs), "--data-dir", task.data_dir,
+                           "--cache-dir", task.cache_dir, "--processes", "1", "--systems", "LTNMT",
+                           "--samples", "40", "--min-share", "0")
+    found = report["systems"]["LTNMT"]
+    assert found["sentences"] == 10 and {row["search"] for row in found["points"]} == {"free", "anchored"}
+    assert sum(row["share"] for row in found["points"]) == pytest.approx(1.0)
+    tuned = max(found["points"], key=lambda row: row["tune_bleu"])
+    if len({row["tune_bleu"] for row in found["points"]}) == 2:  # no tie: the choice as the sentences are is tuned
+        assert found["chosen"] == found["chosen_as_is"] == tuned["search"]
+    decoded = {row["search"]: row["devtest_bleu"] for row in found["points"]}  # --min-share 0: both
+    assert decoded[found["chosen"]] == round(table.signature()["stats"]["bleu"]["score"], 2)
+    assert found["spread"] == round(abs(decoded["free"] - decoded["anchored"]), 2)
+    # the copy that imposes the tuned search (no TuneSearch) decodes the table's own row
+    imposed = module.search_configs(configs, tmp_path / "imposed", "tiny", found["chosen"])
+    again = EvaluateSystem(system="LTNMT", split="newstest2016", **{**params, "config_dir": str(imposed)})
+    assert luigi.build([again], local_scheduler=True, log_level="WARNING")
+    assert again.artifact_dir() != table.artifact_dir()
+    assert again.signature()["stats"]["bleu"]["score"] == table.signature()["stats"]["bleu"]["score"]

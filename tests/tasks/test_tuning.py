@@ -1,5 +1,5 @@
 """TuneLMBR and TuneRescoring as a race (successive halving over the tuning sentences) against the full grid, and
-TuneRescoring on a window of its own."""
+TuneRescoring and TuneSearch on windows of their own."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +12,8 @@ from luigi.execution_summary import LuigiStatusCode
 from pipeline.config import load_profile
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_lines
-from tasks.tuning import RESCORING_OUTPUTS_FILE, TuneLMBR, TuneRescoring, race_params
+from tasks.tuning import (RESCORING_OUTPUTS_FILE, SEARCH_OUTPUTS_FILE, TuneLMBR, TuneRescoring, TuneSearch,
+                          race_params)
 from tests.conftest import write_deen_folder
 from tests.tasks.helpers import build, shared_params
 from tests.tasks.test_decode_tasks import deterministic_configs
@@ -105,14 +106,53 @@ def test_finalists_enter_the_tuning_hash_only_above_one():
     assert race_params(dataclasses.replace(four, race_sentences=())) == {}
 
 
-def test_a_rescoring_window_is_the_tuning_splits_first_sentences_and_must_fit_its_lines():
-    """Without rescoring_sentences, TuneRescoring decodes the tuning window; with it, the split's first sentences,
-    wherever the tuning window starts."""
+def test_the_rescoring_and_search_windows_are_the_tuning_splits_first_sentences_and_must_fit_its_lines():
+    """Without rescoring_sentences (search_sentences), TuneRescoring (TuneSearch) decodes the tuning window; with it,
+    the split's first sentences, wherever the tuning window starts."""
     profile = load_profile("medium")
-    plain = dataclasses.replace(profile.lmbr, rescoring_sentences=0, tune_start=100)
+    plain = dataclasses.replace(profile.lmbr, rescoring_sentences=0, search_sentences=0, tune_start=100)
     assert plain.rescoring_window() == plain.tune_window() == range(100, 400)
     own = dataclasses.replace(plain, rescoring_sentences=1000)
     assert own.rescoring_window() == range(0, 1000) and not dataclasses.replace(profile, lmbr=own).problems()
     past = dataclasses.replace(profile, lmbr=dataclasses.replace(own, rescoring_sentences=1001))
     assert dict(past.problems())["lmbr.rescoring_sentences"] == (
         "1001 sentences, past the 1000 tuning lines that [data] tune_sentences prepares")
+    assert plain.search_window() == range(100, 400)
+    own = dataclasses.replace(plain, search_sentences=1000)
+    assert own.search_window() == range(0, 1000) and not dataclasses.replace(profile, lmbr=own).problems()
+    past = dataclasses.replace(profile, lmbr=dataclasses.replace(own, search_sentences=1001))
+    assert dict(past.problems())["lmbr.search_sentences"] == (
+        "1001 sentences, past the 1000 tuning lines that [data] tune_sentences prepares")
+
+
+def test_a_search_window_of_its_own_decodes_every_search_on_all_of_it(tmp_path):
+    """With search_sentences (40, past the tuning window's 20), TuneSearch decodes each search on the tuning split's
+    first 40 sentences at TuneLMBR's point (the same artifact as without it), with L and acceptors of all 40. Its
+    kept outputs give its recorded BLEU, and their first 20 are the plain window's outputs (one sentence per batch:
+    a sentence's search does not depend on the others)."""
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=12)
+    searches = 'grid_search = ["free", "anchored"]'
+    found = {}
+    for name, rule in (("plain", searches), ("own", f"{searches}\nsearch_sentences = 40")):
+        (tmp_path / name).mkdir()
+        params = shared_params(tmp_path, data, config_dir=_configs(tmp_path / name, rule))
+        search = TuneSearch(models="TNMT", **params)
+        assert build(search).status == LuigiStatusCode.SUCCESS
+        with gzip.open(search.artifact_dir() / SEARCH_OUTPUTS_FILE, "rt") as stream:
+            kept = {entry["search"]: entry["outputs"] for entry in json.load(stream)}
+        record = json.loads((search.artifact_dir() / "search.json").read_text())
+        references = list(read_lines(search.requires()["raw"].artifact_dir() / "raw.en.gz"))
+        assert set(kept) == {"free", "anchored"}
+        for form, outputs in kept.items():
+            assert len(outputs) == record["sentences"]
+            assert corpus_bleu(outputs, references[:len(outputs)], "en").score == record["bleu"][form]
+        found[name] = (search, record, kept)
+    (plain, plain_record, plain_kept), (own, own_record, own_kept) = found["plain"], found["own"]
+    assert plain_record["sentences"] == 20 and "window" not in plain_record and "search_sentences" not in plain.params()
+    assert own_record["sentences"] == 40 and own_record["window"] == [0, 40] and own.params()["search_sentences"] == 40
+    assert own.requires()["tuning"].artifact_dir().name == plain.requires()["tuning"].artifact_dir().name
+    assert {task.sentences for task in own.requires()["lmatrix"].values()} == {40}
+    assert own.requires()["acceptors"].sentences == 40
+    for form in ("free", "anchored"):
+        assert own_kept[form][:20] == plain_kept[form]
