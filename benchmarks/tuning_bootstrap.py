@@ -52,18 +52,19 @@ def tuning_task(system: str, params: dict[str, Any]):
     return TuneRescoring(models=models, lmbr=system.startswith("L"), **params)
 
 
-def candidate_key(system: str) -> str:
-    """What the system's tuning chooses: "lattice_weight" (mu) or "search"."""
-    return "search" if system in SEARCHED else "lattice_weight"
+def label(candidate: dict[str, Any]) -> str:
+    """A candidate for the printout: "mu 3", "anchored search", "anchored search, 200-best"."""
+    if "lattice_weight" in candidate:
+        return f"mu {candidate['lattice_weight']:g}"
+    nbest = candidate.get("nbest")
+    return f"{candidate['search']} search" + ("" if nbest is None else f", {nbest or 'full lattice'}"
+                                              + ("-best" if nbest else ""))
 
 
-def label(system: str, candidate: Any) -> str:
-    return f"{candidate} search" if system in SEARCHED else f"mu {candidate:g}"
-
-
-def kept_outputs(task, system: str) -> tuple[list[Any], list[list[str]], list[str], list[float], Any]:
-    """The built stage's candidates (mu or search), their tuning outputs, the window's references, each candidate's
-    tuning BLEU as the stage recorded it, and the chosen candidate."""
+def kept_outputs(task, system: str) -> tuple[list[dict], list[list[str]], list[str], list[float], dict]:
+    """The built stage's candidates ({lattice_weight}, or {search} and with [lmbr] search_evidence {search, nbest}),
+    their tuning outputs, the window's references, each candidate's tuning BLEU as the stage recorded it, and the
+    chosen candidate."""
     from tasks.tuning import (RESCORING_FILE, RESCORING_OUTPUTS_FILE, SEARCH_FILE, SEARCH_OUTPUTS_FILE, TuneSearch,
                               window_lines)
 
@@ -88,12 +89,15 @@ def kept_outputs(task, system: str) -> tuple[list[Any], list[list[str]], list[st
     outputs = [point["outputs"] for point in decoded]
     if searched:
         record = read_json(folder / SEARCH_FILE)
-        candidates = [point["search"] for point in decoded]
-        return (candidates, outputs, references, [record["bleu"][c] for c in candidates],
-                record["chosen"]["search"])
+        candidates = [{key: entry[key] for key in ("search", "nbest") if key in entry} for entry in decoded]
+        if "evidence" in record:
+            bleu = [row["bleu"] for row in record["evidence"]]
+        else:
+            bleu = [record["bleu"][candidate["search"]] for candidate in candidates]
+        return candidates, outputs, references, bleu, record["chosen"]
     record = read_json(folder / RESCORING_FILE)
-    return ([point["point"]["lattice_weight"] for point in decoded], outputs, references,
-            [grid["bleu"] for grid in record["grid"]], record["chosen"]["lattice_weight"])
+    return ([{"lattice_weight": point["point"]["lattice_weight"]} for point in decoded], outputs, references,
+            [grid["bleu"] for grid in record["grid"]], {"lattice_weight": record["chosen"]["lattice_weight"]})
 
 
 def point_configs(source: Path, folder: Path, profile: str, mu: float) -> Path:
@@ -140,33 +144,39 @@ def main(argv: list[str] | None = None) -> int:
             task = tuning_task(system, {**common, "config_dir": str(source)})
             candidates, outputs, references, tune_bleu, chosen = kept_outputs(task, system)
             shares, as_is = choice_shares(outputs, references, target, args.samples, args.seed)
-            key = candidate_key(system)
-            rows = [{key: candidate, "share": round(share, 4), "tune_bleu": round(bleu, 2)}
+            rows = [{**candidate, "share": round(share, 4), "tune_bleu": round(bleu, 2)}
                     for candidate, share, bleu in zip(candidates, shares, tune_bleu)]
-            for row in rows:
-                candidate = row[key]
+            for candidate, row in zip(candidates, rows):
                 if candidate == chosen:  # the system as the table has it (built already)
                     configs = source
-                elif row["share"] >= args.min_share:
-                    impose = search_configs if system in SEARCHED else point_configs
-                    configs = impose(source, Path(tmp) / f"{system}-{candidate}", args.profile, candidate)
-                else:
+                elif row["share"] < args.min_share:
+                    continue
+                elif "lattice_weight" in candidate:
+                    configs = point_configs(source, Path(tmp) / f"{system}-{label(candidate)}", args.profile,
+                                            candidate["lattice_weight"])
+                elif candidate.get("nbest") == chosen.get("nbest"):
+                    configs = search_configs(source, Path(tmp) / f"{system}-{label(candidate)}", args.profile,
+                                             candidate["search"])
+                else:  # imposing another evidence space would change TuneLMBR's grid: counted as outside
+                    row["undecoded"] = "another evidence space than the tuned one"
                     continue
                 row["devtest_bleu"] = round(devtest_bleu(system, {**common, "config_dir": str(configs)}, split, 1,
-                                                         label(system, candidate)), 2)
+                                                         label(candidate)), 2)
             decoded = [row["devtest_bleu"] for row in rows if "devtest_bleu" in row]
-            tuned = next(row["devtest_bleu"] for row in rows if row[key] == chosen)
+            tuned = next(row["devtest_bleu"] for candidate, row in zip(candidates, rows) if candidate == chosen)
             within = sum(row["share"] for row in rows  # a candidate left undecoded (below --min-share) is outside
                          if "devtest_bleu" in row and abs(row["devtest_bleu"] - tuned) <= args.tolerance + 1e-9)
-            systems[system] = {"chosen": chosen, "sentences": len(references),
-                               "chosen_as_is": rows[as_is][key], "share_of_the_choice": rows[as_is]["share"],
-                               "points": rows, "spread": round(max(decoded) - min(decoded), 2),
+            one = "lattice_weight" in chosen  # a -lat system's record names mu alone
+            systems[system] = {"chosen": chosen["lattice_weight"] if one else chosen, "sentences": len(references),
+                               "chosen_as_is": rows[as_is]["lattice_weight"] if one else candidates[as_is],
+                               "share_of_the_choice": rows[as_is]["share"], "points": rows,
+                               "spread": round(max(decoded) - min(decoded), 2),
                                "share_within_tolerance": round(within, 4)}
-            print(f"{system}: " + ", ".join(f"{label(system, r[key])} {100 * r['share']:.1f}%"
-                                            + (f" (devtest {r['devtest_bleu']:.2f})" if "devtest_bleu" in r else "")
-                                            for r in rows) + f"; spread {systems[system]['spread']:.2f}; within "
-                  f"{args.tolerance:g} of the tuned choice's devtest BLEU: {100 * within:.1f}% of the resamples",
-                  flush=True)
+            shown = ", ".join(f"{label(candidate)} {100 * row['share']:.1f}%" + (
+                f" (devtest {row['devtest_bleu']:.2f})" if "devtest_bleu" in row else "")
+                for candidate, row in zip(candidates, rows))
+            print(f"{system}: {shown}; spread {systems[system]['spread']:.2f}; within {args.tolerance:g} of the tuned "
+                  f"choice's devtest BLEU: {100 * within:.1f}% of the resamples", flush=True)
             if args.out:  # after each system, so that the figures measured so far are kept
                 write_json(args.out, {"benchmark": "tuning_bootstrap",
                                       "command": " ".join([Path(sys.executable).name, *sys.argv]),

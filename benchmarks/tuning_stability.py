@@ -81,8 +81,8 @@ def choice(task) -> dict[str, Any]:
 
     record = read_json(task.artifact_dir() / choice_file(task))
     chosen = record["chosen"]
-    if isinstance(task, TuneSearch):
-        return {"search": chosen["search"], "tune_bleu": round(record["bleu"][chosen["search"]], 2)}
+    if isinstance(task, TuneSearch):  # with [lmbr] search_evidence its evidence space replaces TuneLMBR's
+        return {**chosen, "tune_bleu": round(record["bleu"][chosen["search"]], 2)}
     matches = [point["bleu"] for point in record["grid"] if "eliminated_at" not in point and
                all(point.get(key) == value for key, value in chosen.items())]
     return {**chosen, "tune_bleu": round(matches[0], 2) if matches else None}

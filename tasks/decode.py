@@ -111,10 +111,14 @@ class DecodeNMT(VariantTask):
         return self.profile_config.decode.length_penalty
 
     def chosen(self) -> dict[str, Any]:
-        """The tuned point: TuneLMBR's nmt_lambda, p, r, alpha and gains; for the -lat systems TuneRescoring's,
-        which adds lattice_weight."""
+        """The tuned point: TuneLMBR's nmt_lambda, p, r, alpha, gains and evidence space (the one TuneSearch chose
+        with [lmbr] search_evidence); for the -lat systems TuneRescoring's, which adds lattice_weight."""
         required = self.requires()
-        return required["rescoring" if self.constrained else "tuning"].chosen()
+        if self.constrained:
+            return required["rescoring"].chosen()
+        chosen = required["tuning"].chosen()
+        nbest = required["search"].chosen_nbest() if "search" in required else None
+        return chosen if nbest is None else {**chosen, "nbest": nbest}
 
     def lattice_weight(self) -> float:
         """mu, the weight of the lattice's own cost (-lat systems): tuned, else the profile's."""

@@ -173,12 +173,17 @@ class TuneSearch(PipelineTask):
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
         own = {"search_sentences": lmbr.search_sentences} if lmbr.search_sentences else {}
+        evidence = {"search_evidence": True} if lmbr.search_evidence else {}
         return {"models": self.models, "grid_search": lmbr.search_forms(), **window_params(lmbr),
-                **search_tie_params(lmbr), **own}
+                **search_tie_params(lmbr), **own, **evidence}
 
     def chosen(self) -> str:
         """The chosen search of the built artifact: "free" or "anchored"."""
         return read_json(self.artifact_dir() / SEARCH_FILE)["chosen"]["search"]
+
+    def chosen_nbest(self) -> int | None:
+        """The evidence space the built artifact chose ([lmbr] search_evidence), else None: TuneLMBR's stands."""
+        return read_json(self.artifact_dir() / SEARCH_FILE)["chosen"].get("nbest")
 
     def build(self, out: Path) -> dict[str, Any]:
         from pipeline.decode.anchored import translate_anchored
@@ -190,40 +195,50 @@ class TuneSearch(PipelineTask):
         lines, references, models, processor = tuning_inputs(self, inputs, span)
         point = GridPoint(**inputs["tuning"].chosen())
         theta = point.theta(lmbr.theta_convention, lmbr.theta_t)
-        evidence = inputs["lmatrix"][point.alpha, point.nbest]
-        store = ReweightedStore(LMatrixStore(sorted(evidence.artifact_dir().glob("shard-*.npz"))), theta)
         settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
                                   max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
                                   weight=point.nmt_lambda, patience=lmbr.patience)
         acceptors, restorer = inputs["acceptors"].acceptors(), restorer_of(inputs)
-        bleu, outputs, from_lattice = {}, {}, 0
-
-        def lmbr_factory(ids: list[int]):
-            return lmbr_hook_factory(store, models.tgt_vocab.bos_id, sentence_ids=ids,
-                                     vocab_size=len(models.tgt_vocab), gains=point.gains)
-
         batching = {"batch_sentences": decode.batch_sentences, "sort": decode.sort}
-        for search in lmbr.search_forms():
-            if search == "anchored":
-                result, lattice_lines = translate_anchored(lines, models, settings, processor, lmbr_factory,
-                                                           list(span), [acceptors.get(k) for k in span], **batching)
-                from_lattice = len(lattice_lines)
-            else:
-                result, lattice_lines = translate_lines(lines, models, settings, processor, source=None,
-                                                        hook_factory=lmbr_factory(list(span)), **batching), []
-            outputs[search] = restored(restorer, span, result, processor, paths=set(lattice_lines))
-            bleu[search] = corpus_bleu(outputs[search], references, target).score
+        # TuneLMBR's evidence space first: a tie keeps it
+        nbests = [point.nbest] + ([n for n in nbest_choices(lmbr) if n != point.nbest] if lmbr.search_evidence else [])
+        grid, outputs, from_lattice = [], [], {}
+        for nbest in nbests:
+            evidence = inputs["lmatrix"][point.alpha, nbest]
+            store = ReweightedStore(LMatrixStore(sorted(evidence.artifact_dir().glob("shard-*.npz"))), theta)
+
+            def lmbr_factory(ids: list[int], store: ReweightedStore = store):
+                return lmbr_hook_factory(store, models.tgt_vocab.bos_id, sentence_ids=ids,
+                                         vocab_size=len(models.tgt_vocab), gains=point.gains)
+
+            for search in lmbr.search_forms():
+                if search == "anchored":
+                    result, lattice_lines = translate_anchored(lines, models, settings, processor, lmbr_factory,
+                                                               list(span), [acceptors.get(k) for k in span],
+                                                               **batching)
+                    from_lattice[nbest] = len(lattice_lines)
+                else:
+                    result, lattice_lines = translate_lines(lines, models, settings, processor, source=None,
+                                                            hook_factory=lmbr_factory(list(span)), **batching), []
+                texts = restored(restorer, span, result, processor, paths=set(lattice_lines))
+                grid.append({"search": search, "nbest": nbest, "bleu": corpus_bleu(texts, references, target).score})
+                outputs.append({"search": search, "nbest": nbest, "outputs": texts})
+        nbest = max(nbests, key=lambda n: (max(row["bleu"] for row in grid if row["nbest"] == n), -nbests.index(n)))
+        bleu = {row["search"]: row["bleu"] for row in grid if row["nbest"] == nbest}
         tie, preferred = lmbr.search_ties()
         best = choose_search(bleu, tie, preferred) if tie > 0 else max(
             bleu, key=lambda search: (bleu[search], -lmbr.search_forms().index(search)))
+        evidence = {"evidence": grid} if lmbr.search_evidence else {}
+        chosen = {"search": best, **({"nbest": nbest} if lmbr.search_evidence else {})}
         with gzip_writer(out / SEARCH_OUTPUTS_FILE, text=True) as stream:  # a bootstrap of the choice reads them
-            json.dump([{"search": search, "outputs": texts} for search, texts in outputs.items()], stream,
-                      ensure_ascii=False)
+            json.dump([entry if lmbr.search_evidence else {k: v for k, v in entry.items() if k != "nbest"}
+                       for entry in outputs], stream, ensure_ascii=False)
         own = {"window": [span.start, span.stop]} if lmbr.search_sentences else {}
-        write_json(out / SEARCH_FILE, {"chosen": {"search": best}, "bleu": bleu, "sentences": len(lines),
-                                       **window_record(lmbr), **own, **search_tie_params(lmbr),
-                                       "point": dataclasses.asdict(point), "anchored_lines_from_lattice": from_lattice})
-        return {"chosen": best, "bleu": bleu, "sentences": len(lines)}
+        write_json(out / SEARCH_FILE, {"chosen": chosen, "bleu": bleu, "sentences": len(lines),
+                                       **window_record(lmbr), **own, **search_tie_params(lmbr), **evidence,
+                                       "point": dataclasses.asdict(point),
+                                       "anchored_lines_from_lattice": from_lattice.get(nbest, 0)})
+        return {"chosen": chosen, "bleu": bleu, "sentences": len(lines)}
 
 
 def choose_search(bleu: dict[str, float], tie: float, preferred: tuple[str, ...] = ("free", "anchored")) -> str:

@@ -303,6 +303,8 @@ class LmbrProfile:
     #                               every mu of the grid decoded on all of them (no race); 0: the tuning window and race
     search_sentences: int = 0  # TuneSearch's own window, the tuning split's first this many sentences, each search of
     #                            grid_search decoded on all of them at TuneLMBR's point; 0: the tuning window
+    search_evidence: bool = False  # TuneSearch also chooses LNMT's and LTNMT's evidence space among grid_nbest, each
+    #                                with each search on its window at TuneLMBR's point (off: TuneLMBR's choice stands)
 
     grid_mbr_p: tuple[float, ...] = ()  # offsets to the PBMT's p that the tuning of lattice MBR tries (empty: 0 only)
     grid_mbr_r: tuple[float, ...] = ()  # offsets to the PBMT's r, the same

@@ -156,3 +156,44 @@ def test_a_search_window_of_its_own_decodes_every_search_on_all_of_it(tmp_path):
     assert own.requires()["acceptors"].sentences == 40
     for form in ("free", "anchored"):
         assert own_kept[form][:20] == plain_kept[form]
+
+
+def test_the_search_tuning_may_choose_the_evidence_space_and_the_decoding_takes_it(tmp_path):
+    """With search_evidence, TuneSearch decodes each search over each evidence space of grid_nbest at TuneLMBR's
+    point: its rows at TuneLMBR's own evidence space are the decodings without search_evidence, every row's BLEU is
+    its kept outputs', the chosen space is the one of the best row, and DecodeLTNMT decodes with its L."""
+    from tasks.decode import DecodeLTNMT
+
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=12)
+    rule = 'grid_search = ["free", "anchored"]\ngrid_nbest = [0, 3]\nsearch_sentences = 30'
+    found = {}
+    for name, extra in (("plain", ""), ("evidence", "\nsearch_evidence = true")):
+        (tmp_path / name).mkdir()
+        params = shared_params(tmp_path, data, config_dir=_configs(tmp_path / name, rule + extra))
+        search = TuneSearch(models="TNMT", **params)
+        assert build(search).status == LuigiStatusCode.SUCCESS
+        with gzip.open(search.artifact_dir() / SEARCH_OUTPUTS_FILE, "rt") as stream:
+            kept = json.load(stream)
+        found[name] = (search, json.loads((search.artifact_dir() / "search.json").read_text()), kept, params)
+    (plain, plain_record, plain_kept, _), (search, record, kept, params) = found["plain"], found["evidence"]
+    assert "search_evidence" not in plain.params() and search.params()["search_evidence"] is True
+    assert plain.chosen_nbest() is None and "evidence" not in plain_record
+    own = record["point"]["nbest"]  # TuneLMBR's choice, the same artifact in both
+    assert plain_record["point"] == record["point"]
+    assert [(row["search"], row["nbest"]) for row in record["evidence"]] == [
+        (form, nbest) for nbest in (own, 3 - own) for form in ("free", "anchored")]
+    references = list(read_lines(search.requires()["raw"].artifact_dir() / "raw.en.gz"))[:30]
+    for row, entry in zip(record["evidence"], kept):
+        assert (entry["search"], entry["nbest"]) == (row["search"], row["nbest"])
+        assert corpus_bleu(entry["outputs"], references, "en").score == row["bleu"]
+    assert [entry["outputs"] for entry in kept[:2]] == [entry["outputs"] for entry in plain_kept]
+    best = max(record["evidence"], key=lambda row: row["bleu"])["bleu"]
+    chosen = search.chosen_nbest()
+    assert chosen == record["chosen"]["nbest"] and record["bleu"] == {
+        row["search"]: row["bleu"] for row in record["evidence"] if row["nbest"] == chosen}
+    assert max(record["bleu"].values()) == best
+    decoding = DecodeLTNMT(split="newstest2016", **params)
+    assert decoding.chosen()["nbest"] == chosen
+    from tasks.lmatrix import evidence_nbest
+    assert evidence_nbest(decoding.lmatrix()) == chosen
