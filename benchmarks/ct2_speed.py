@@ -12,7 +12,9 @@ sentences (our a = 0, b = that limit: at most `limit` tokens, then EOS is forced
 max_decoding_length = limit: at most `limit` steps, cut without EOS). int8: CTranslate2's compute_type int8 against
 torch.ao.quantization.quantize_dynamic of our nn.Linear layers (qint8). Ours decodes as the --profile's [decode]
 says, with no flags: early_exit and the CPU speed-up `ancestry_cache` (pipeline/nmt/ancestry.py: self-attention
-caches that beam reorders never copy) are on in every profile; --no-early-exit / --no-ancestry-cache turn them off.
+caches that beam reorders never copy) are on in every profile, and serial_small_ops (a step's small operations on one
+thread, pipeline/nmt/threads.py) where CPU decoding turns it on (passive OpenMP waiting); --no-early-exit / --no-ancestry-cache /
+--no-serial-small-ops turn them off.
 Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 import statistics
 import sys
 import tempfile
@@ -75,12 +78,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="ours reads self-attention caches through the rows' ancestry (default: the profile's [decode])")
     p.add_argument("--early-exit", action=argparse.BooleanOptionalAction, default=None,
                    help="ours ends a sentence once its n-best is certain (default: the profile's [decode])")
+    p.add_argument("--serial-small-ops", action=argparse.BooleanOptionalAction, default=None,
+                   help="ours runs a step's small operations on one thread, its large matrix products on all "
+                        "(default: as CPU decoding chooses, on with passive OpenMP waiting)")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
     args = p.parse_args(argv)
     args.architecture, args.device = "transformer", "cpu"
     decode = load_profile(args.profile).decode  # the default path: what the profile's decoding runs with
     args.ancestry_cache = decode.ancestry_cache if args.ancestry_cache is None else args.ancestry_cache
     args.early_exit = decode.early_exit if args.early_exit is None else args.early_exit
+    if args.serial_small_ops is None:
+        args.serial_small_ops = CpuSpeedups.of(decode).serial_small_ops
 
     torch.set_num_threads(args.threads)
     ensemble, src_vocab, model_info = load_model(args)
@@ -94,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     for batch in make_batches([len(s) for s in ids], args.batch_sentences, sort=True):
         batches.append(([ids[i] for i in batch], [src_vocab.decode(ids[i][:-1]) for i in batch],  # CT2 adds EOS
                         max(limits[i] for i in batch)))
-    fp32 = apply_speedups(model, CpuSpeedups(ancestry_cache=args.ancestry_cache))
-    quantized = apply_speedups(model, CpuSpeedups(int8=True, ancestry_cache=args.ancestry_cache))
+    speedups = CpuSpeedups(ancestry_cache=args.ancestry_cache, serial_small_ops=args.serial_small_ops)
+    fp32, quantized = apply_speedups(model, speedups), apply_speedups(model, replace(speedups, int8=True))
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="ct2_speed-") as tmp, torch.inference_mode():
@@ -143,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
                "length_limits": f"per batch: max over its sentences of {args.max_length_a} * |source| + "
                                 f"{args.max_length_b}", "sentence_order": "sorted by length, longest first",
-               "ours_settings": {"early_exit": args.early_exit, "ancestry_cache": args.ancestry_cache},
+               "ours_settings": {"early_exit": args.early_exit, "ancestry_cache": args.ancestry_cache,
+                                 "serial_small_ops": args.serial_small_ops},
                "ct2_settings": {"patience": 1, "length_penalty": 0, "min_decoding_length": 0,
                                 "max_decoding_length": "the batch's limit", "inter_threads": 1,
                                 "intra_threads": args.threads},

@@ -2,8 +2,8 @@
 operations and Python.
 
 Our Transformer decodes the same sentences as ct2_speed.py does (--model, or random weights at --profile's sizes;
---source, or synthetic sentences), batched and sorted, beam --beam, with the profile's default path (early exit and
-the ancestry caches), in fp32 and int8. Each precision is decoded once untimed, once timed without the profiler
+--source, or synthetic sentences), batched and sorted, beam --beam, with the profile's default path (early exit, the
+ancestry caches and serial small operations), in fp32 and int8. Each precision is decoded once untimed, once timed without the profiler
 (--runs times, the median kept), and once under torch.profiler. The profile's operator self-times are split into:
 
 - matrix products: the GEMMs (mm, addmm, bmm, matmul, linear, the int8 dynamic-quantized linear and its
@@ -15,7 +15,8 @@ the ancestry caches), in fp32 and int8. Each precision is decoded once untimed, 
 
 A step is one call of the model's `step`; per-step figures divide by their number. Each timed run alternates with
 one that takes the candidates' top-k with torch.topk over whole rows (`plain_topk_wall_s`), the path before the
-block maxima of pipeline/decode/topk.py: their ratio is that change's gain on this CPU. --isa avx2 runs the measurement
+block maxima of pipeline/decode/topk.py: their ratio is that change's gain on this CPU; and with one whose step runs
+every operation on all threads (`all_threads_wall_s`), without serial_small_ops (pipeline/nmt/threads.py). --isa avx2 runs the measurement
 in a child process whose torch, oneDNN and MKL are held to AVX2 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA,
 MKL_ENABLE_INSTRUCTIONS): the AVX2 variant's kernels on an AVX-512 CPU, not its clock or memory. --trace writes each
 profile as a Chrome trace (chrome://tracing, Perfetto).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from dataclasses import replace
 import statistics
 import subprocess
 import sys
@@ -115,8 +117,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                               early_exit=decode.early_exit)
     results = {}
     for precision in args.precisions:
-        model = apply_speedups(ensemble.models[0], CpuSpeedups(int8=precision == "int8",
-                                                                ancestry_cache=decode.ancestry_cache))
+        speedups = CpuSpeedups(int8=precision == "int8", ancestry_cache=decode.ancestry_cache, serial_small_ops=True)
+        # (always on here, whatever the wait policy: the alternating all-threads run gives its gain or loss)
+        model = apply_speedups(ensemble.models[0], speedups)
+        all_threads = apply_speedups(ensemble.models[0], replace(speedups, serial_small_ops=False))
         steps = [0]
         step = model.step
 
@@ -126,21 +130,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
         model.step = counted
 
-        def run() -> float:
+        def run(decoder=model) -> float:
             started = time.perf_counter()
-            decode_sources(model, ids, settings, batch_sentences=args.batch_sentences, sort=True)
+            decode_sources(decoder, ids, settings, batch_sentences=args.batch_sentences, sort=True)
             return time.perf_counter() - started
 
         with torch.inference_mode():
-            run()
+            run(), run(all_threads)
             steps[0] = 0
-            timed, plain = [], []
+            timed, plain, parallel = [], [], []
             for _ in range(args.runs):
                 timed.append(run())
                 steps_before = steps[0]
                 with plain_topk():
                     plain.append(run())
                 steps[0] = steps_before
+                parallel.append(run(all_threads))
             per_run_steps = steps[0] // args.runs
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
                 profiled_s = run()
@@ -151,6 +156,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         results[precision] = {"wall_s": round(wall, 3), "wpm": round(60 * sum(words) / wall, 1),
                               "plain_topk_wall_s": round(statistics.median(plain), 3),
                               "topk_speedup": round(statistics.median(plain) / wall, 3),
+                              "all_threads_wall_s": round(statistics.median(parallel), 3),
+                              "serial_small_ops_speedup": round(statistics.median(parallel) / wall, 3),
                               "steps": per_run_steps, "ms_per_step": round(1000 * wall / max(per_run_steps, 1), 3),
                               "profiled_wall_s": round(profiled_s, 3),
                               "profiled_ms_per_step": {k: round(1000 * v / max(per_run_steps, 1), 3)
@@ -158,7 +165,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                               **split}
         shares = ", ".join(f"{k} {100 * v:.0f}%" for k, v in split["share"].items())
         print(f"{precision}: {results[precision]['ms_per_step']:.2f} ms a step ({per_run_steps} steps); {shares}; "
-              f"block top-k {results[precision]['topk_speedup']:.2f}x torch.topk", file=sys.stderr)
+              f"block top-k {results[precision]['topk_speedup']:.2f}x torch.topk; serial small operations "
+              f"{results[precision]['serial_small_ops_speedup']:.2f}x all threads", file=sys.stderr)
     return {"model": model_info, "data": data, "results": results,
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 

@@ -90,6 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ancestry-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="CPU, Transformer: self-attention caches that beam reorders never copy (default: the "
                         "profile's)")
+    p.add_argument("--serial-small-ops", action=argparse.BooleanOptionalAction, default=None,
+                   help="CPU: a step's small operations on one thread, its large matrix products on all (default: "
+                        "on where OMP_WAIT_POLICY is PASSIVE)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when there is a GPU, else cpu)")
     p.add_argument("--threads", type=positive_int, help="CPU threads of torch (default: torch's)")
     p.set_defaults(run=run)

@@ -57,6 +57,7 @@ from pipeline.decode.hooks import ScoreHook
 from pipeline.decode.scores import NEG_INF, candidate_grid, force_eos, slot_rows
 from pipeline.decode.topk import full_beam_candidates, prune_below_threshold, top_candidates
 from pipeline.nmt.interface import DecoderState, StepModel
+from pipeline.nmt.threads import serial_steps
 
 __all__ = ["BeamBatch", "SearchSettings", "beam_search"]
 
@@ -207,7 +208,12 @@ class BeamBatch:
 
     @torch.inference_mode()
     def step(self) -> list[tuple[int, list[Hypothesis]]]:
-        """One step of Algorithm 1 for every active sentence; returns (position, n-best) of the sentences it ends."""
+        """One step of Algorithm 1 for every active sentence; returns (position, n-best) of the sentences it ends.
+        Its small operations run on one thread where the model asks for it (serial_small_ops)."""
+        with serial_steps(self.model):
+            return self._step()
+
+    def _step(self) -> list[tuple[int, list[Hypothesis]]]:
         model, settings, hook = self.model, self.settings, self.hook
         device = self.scores.device
         active, beam, vocab, eos, t = len(self.sentence), settings.beam, model.tgt_vocab_size, model.eos_id, self.t

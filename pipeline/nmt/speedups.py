@@ -15,6 +15,10 @@
   (the attention sums in another order).
 - pre-computed attention keys (U h_j once per sentence) are always on (GruModel.encode), and the source side of
   the decoder state is never copied when the beam reshuffles within sentences (pipeline/nmt/interface.py).
+- ``serial_small_ops``: each search step's small operations on one thread, its large matrix products on all of them
+  (pipeline/nmt/threads.py: the search's step runs inside ``serial_steps``); outputs within rounding, as with
+  another thread count. Not a profile setting: chosen at run time (``CpuSpeedups.of``), on where OpenMP's threads
+  wait passively (OMP_WAIT_POLICY=PASSIVE), whose wake-ups it saves; off where they spin, where it loses.
 - threads: ``torch.set_num_threads`` (the `--threads` options).
 """
 from __future__ import annotations
@@ -27,7 +31,11 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from pipeline.nmt.threads import SerialSmallOps, threads_wait_passively
+
 __all__ = ["CpuSpeedups", "apply_speedups"]
+
+PROFILE_SETTINGS = ("int8", "precompute_embeddings", "ancestry_cache")  # the speed-ups a profile's [decode] names
 
 
 @dataclass(frozen=True)
@@ -35,13 +43,16 @@ class CpuSpeedups:
     int8: bool = False
     precompute_embeddings: bool = False
     ancestry_cache: bool = False
+    serial_small_ops: bool = False
 
     @classmethod
     def of(cls, decode: Any) -> "CpuSpeedups":
-        """The speed-ups a profile's [decode] (a DecodeProfile, or an export's settings as a mapping) turns on; a
-        setting it does not name is off (the exports written before it existed)."""
+        """The speed-ups of CPU decoding with a profile's [decode] (a DecodeProfile, or an export's settings as a
+        mapping): the ones it turns on (a setting it does not name is off: the exports written before it existed),
+        and serial_small_ops, which is no profile setting: on where OpenMP's threads wait passively."""
         get = decode.get if isinstance(decode, Mapping) else (lambda key, default: getattr(decode, key, default))
-        return cls(**{name: bool(get(name, False)) for name in cls.__dataclass_fields__})
+        return cls(**{name: bool(get(name, False)) for name in PROFILE_SETTINGS},
+                   serial_small_ops=threads_wait_passively())
 
     def names(self) -> list[str]:
         return [name for name in self.__dataclass_fields__ if getattr(self, name)]
@@ -60,4 +71,7 @@ def apply_speedups(model: nn.Module, speedups: CpuSpeedups) -> nn.Module:
         with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (why it stays: the docstring)
             warnings.simplefilter("ignore")
             model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear, nn.GRUCell}, dtype=torch.qint8)
+    if speedups.serial_small_ops:
+        model.step_threads = SerialSmallOps()
+        model.step_threads.attach(model)
     return model

@@ -4,6 +4,7 @@ import torch
 
 from pipeline.decode import SearchSettings, decode_sources
 from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
+from pipeline.nmt.threads import threads_wait_passively
 from tests.pipeline.decode.test_beam_search import random_sources
 from tests.pipeline.nmt.conftest import digit_vocab, make_model
 
@@ -53,5 +54,7 @@ def test_the_speedups_of_a_profile_and_of_an_export_made_before_a_setting_existe
     from pipeline.config import load_profile
 
     assert CpuSpeedups.of(load_profile("medium").decode) == CpuSpeedups(precompute_embeddings=True,
-                                                                        ancestry_cache=True)
-    assert CpuSpeedups.of({"precompute_embeddings": True}) == CpuSpeedups(precompute_embeddings=True)
+                                                                        ancestry_cache=True,
+                                                                        serial_small_ops=threads_wait_passively())
+    assert CpuSpeedups.of({"precompute_embeddings": True}) == CpuSpeedups(
+        precompute_embeddings=True, serial_small_ops=threads_wait_passively())
