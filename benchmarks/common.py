@@ -24,6 +24,12 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+# The environment that holds torch (ATen's kernels, MKL, oneDNN, FBGEMM's int8 GEMMs) and CTranslate2 to AVX2 on a
+# CPU with AVX-512: the AVX2 variant's kernels, not its clock, caches or memory system
+AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2", "CT2_FORCE_CPU_ISA": "AVX2"}
+
+
 def machine(threads: int, device: str = "cpu") -> dict:
     """The date (UTC), CPU model and vector variant (pipeline/machine.py), cores, platform, torch version and threads,
     the load average at the start, OMP_WAIT_POLICY, and the device the benchmark ran on (with the GPU's name for a

@@ -18,6 +18,13 @@ thread, pipeline/nmt/threads.py) where CPU decoding turns it on (passive OpenMP 
 Each configuration is timed --runs times,
 the two decoders alternating run by run, and the median is kept. Prints a table and writes JSON.
 
+--isolate times each run in a fresh process that loads one decoder only (after an untimed warm-up run in that
+process): torch and CTranslate2 each bring their own OpenMP runtime, and in one process the idle threads of one spin
+while the other decodes when OMP_WAIT_POLICY=ACTIVE. Isolated runs are the like-for-like comparison with spinning
+threads. --isa avx2 holds both decoders' kernels to AVX2 in those processes (torch, MKL, oneDNN, FBGEMM and
+CTranslate2's own dispatch: common.AVX2_ENV): the AVX2 variant's instructions on an AVX-512 CPU, not its clock,
+caches or memory.
+
 OpenMP waiting: PASSIVE unless OMP_WAIT_POLICY is set (as in beam_speed.py), which keeps a shared machine's figures
 meaningful but slows both runtimes' many small parallel regions, CTranslate2's most. On a quiet machine, also run
 with OMP_WAIT_POLICY=ACTIVE (docs/benchmarks/decoding-speed.md reports both).
@@ -28,40 +35,24 @@ with OMP_WAIT_POLICY=ACTIVE (docs/benchmarks/decoding-speed.md reports both).
 from __future__ import annotations
 
 import argparse
+import json
 import os
-from dataclasses import replace
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, load_model, machine, source_ids  # noqa: E402
-from pipeline.config import load_profile  # noqa: E402
-from pipeline.io import write_json  # noqa: E402
-from pipeline.decode.speed import timed, tokens_of  # noqa: E402
-from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
-from pipeline.decode.scores import max_output_lengths  # noqa: E402
-from pipeline.nmt.export_ct2 import export_model  # noqa: E402
-from pipeline.nmt.speedups import CpuSpeedups, apply_speedups  # noqa: E402
-from pipeline.vocab import Vocabulary  # noqa: E402
-
-import torch  # noqa: E402  (after OMP_WAIT_POLICY is set, for both decoders)
+REPO = Path(__file__).resolve().parents[1]
+COMPUTE_TYPES = {"fp32": "float32", "int8": "int8"}
 
 
-def target_vocabulary(model, args) -> Vocabulary:
-    if args.model:
-        from pipeline.decode.translate import load_models
-
-        return load_models(args.model, "cpu").tgt_vocab
-    return Vocabulary.build([[f"w{i}" for i in range(args.random_vocab - 4)]])
-
-
-def main(argv: list[str] | None = None) -> int:
-    import ctranslate2
-
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", nargs="+", help="a Transformer checkpoint / artifact folder (default: random weights)")
     p.add_argument("--profile", default="medium", help="sizes of the random-weight model")
@@ -81,8 +72,79 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--serial-small-ops", action=argparse.BooleanOptionalAction, default=None,
                    help="ours runs a step's small operations on one thread, its large matrix products on all "
                         "(default: as CPU decoding chooses, on with passive OpenMP waiting)")
+    p.add_argument("--isolate", action="store_true",
+                   help="every timed run in a fresh process of its own that loads one decoder's runtime only (each "
+                        "brings its own OpenMP: alone, neither's idle threads spin beside the other's)")
+    p.add_argument("--isa", choices=("native", "avx2"), default="native",
+                   help="avx2: both decoders held to AVX2 (common.AVX2_ENV; implies --isolate)")
+    p.add_argument("--alone", choices=("ours", "ct2"), help=argparse.SUPPRESS)  # --isolate's child processes
+    p.add_argument("--precision", choices=tuple(COMPUTE_TYPES), help=argparse.SUPPRESS)
+    p.add_argument("--job", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.isolate = args.isolate or args.isa == "avx2"
+    if args.alone == "ct2":
+        return decode_ct2_alone(args.job, args.precision, args.out)
+    return compare(args, sys.argv[1:] if argv is None else list(argv))
+
+
+def decode_ct2_alone(job: Path, precision: str, out: Path) -> int:
+    """--isolate's CTranslate2 child: a warm-up and one timed run of the job's batches; imports neither torch nor the
+    pipeline, so only CTranslate2's OpenMP runtime is in the process."""
+    import ctranslate2
+
+    spec = json.loads((job / "job.json").read_text(encoding="utf-8"))
+    translator = ctranslate2.Translator(str(job / "ct2"), device="cpu", compute_type=COMPUTE_TYPES[precision],
+                                        inter_threads=1, intra_threads=spec["threads"])
+
+    def run():
+        return [r for tokens, limit in spec["batches"] for r in translator.translate_batch(
+            tokens, beam_size=spec["beam"], patience=1, length_penalty=0, min_decoding_length=0,
+            max_decoding_length=limit, return_scores=True)]
+
+    run()
+    started = time.perf_counter()
+    results = run()
+    seconds = time.perf_counter() - started
+    out.write_text(json.dumps({"seconds": seconds, "best": [r.hypotheses[0] for r in results]}), encoding="utf-8")
+    return 0
+
+
+def target_vocabulary(model, args):
+    from pipeline.vocab import Vocabulary
+
+    if args.model:
+        from pipeline.decode.translate import load_models
+
+        return load_models(args.model, "cpu").tgt_vocab
+    return Vocabulary.build([[f"w{i}" for i in range(args.random_vocab - 4)]])
+
+
+def run_alone(argv: list[str], side: str, precision: str, job: Path, env: dict) -> dict:
+    """One timed run of `side` in a fresh process (--isolate) with `env` added to this one's environment: its
+    "seconds" and "best" (the 1-best of every sentence)."""
+    out = job / f"{side}-{precision}.json"
+    command = [sys.executable, str(Path(__file__).resolve()), *argv, "--alone", side, "--precision", precision,
+               "--job", str(job), "--out", str(out)]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env={**os.environ, **env})
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def compare(args: argparse.Namespace, argv: list[str]) -> int:
+    from common import AVX2_ENV, load_model, machine, source_ids
+    from pipeline.config import load_profile
+    from pipeline.decode import SearchSettings, decode_sources, make_batches
+    from pipeline.decode.scores import max_output_lengths
+    from pipeline.decode.speed import timed, tokens_of
+    from pipeline.io import write_json
+    from pipeline.nmt.export_ct2 import export_model
+    from pipeline.nmt.speedups import CpuSpeedups, apply_speedups
+    import torch
+
     args.architecture, args.device = "transformer", "cpu"
     decode = load_profile(args.profile).decode  # the default path: what the profile's decoding runs with
     args.ancestry_cache = decode.ancestry_cache if args.ancestry_cache is None else args.ancestry_cache
@@ -90,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.serial_small_ops is None:
         args.serial_small_ops = CpuSpeedups.of(decode).serial_small_ops
 
-    torch.set_num_threads(args.threads)
+    # --isolate's parent decodes nothing: one thread, so that no idle OpenMP thread of its own spins beside a child
+    torch.set_num_threads(1 if args.isolate and not args.alone else args.threads)
     ensemble, src_vocab, model_info = load_model(args)
     model = ensemble.models[0]
     if model.config.architecture != "transformer":
@@ -103,36 +166,68 @@ def main(argv: list[str] | None = None) -> int:
         batches.append(([ids[i] for i in batch], [src_vocab.decode(ids[i][:-1]) for i in batch],  # CT2 adds EOS
                         max(limits[i] for i in batch)))
     speedups = CpuSpeedups(ancestry_cache=args.ancestry_cache, serial_small_ops=args.serial_small_ops)
-    fp32, quantized = apply_speedups(model, speedups), apply_speedups(model, replace(speedups, int8=True))
+    precisions = (args.precision,) if args.alone else tuple(COMPUTE_TYPES)
+
+    def run_ours(precision: str):
+        ours = apply_speedups(model, replace(speedups, int8=precision == "int8"))
+        return lambda: [h for sources, _, limit in batches for h in decode_sources(
+            ours, sources, SearchSettings(beam=args.beam, max_length_a=0.0, max_length_b=limit,
+                                          early_exit=args.early_exit),
+            batch_sentences=len(sources), sort=False)]
+
+    if args.alone == "ours":  # --isolate's child: a warm-up, then one timed run
+        with torch.inference_mode():
+            run = run_ours(args.precision)
+            run()
+            seconds, out = timed(1, run)
+        args.out.write_text(json.dumps({"seconds": seconds, "best": [h[0] for h in tokens_of(out)],
+                                        "cpu_capability": torch.backends.cpu.get_cpu_capability()}),
+                            encoding="utf-8")
+        return 0
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="ct2_speed-") as tmp, torch.inference_mode():
-        export_model(model, src_vocab, tgt_vocab, Path(tmp) / "ct2")
-        for precision, ours, compute_type in (("fp32", fp32, "float32"), ("int8", quantized, "int8")):
-            translator = ctranslate2.Translator(str(Path(tmp) / "ct2"), device="cpu", compute_type=compute_type,
-                                                inter_threads=1, intra_threads=args.threads)
-
-            def run_ct2():
-                return [r for _, tokens, limit in batches for r in translator.translate_batch(
-                    tokens, beam_size=args.beam, patience=1, length_penalty=0, min_decoding_length=0,
-                    max_decoding_length=limit, return_scores=True)]
-
-            def run_ours():
-                return [h for sources, _, limit in batches for h in decode_sources(
-                    ours, sources, SearchSettings(beam=args.beam, max_length_a=0.0, max_length_b=limit,
-                                                  early_exit=args.early_exit),
-                    batch_sentences=len(sources), sort=False)]
-
-            run_ct2(), run_ours()  # warm-up
+        job = Path(tmp)
+        export_model(model, src_vocab, tgt_vocab, job / "ct2")
+        (job / "job.json").write_text(json.dumps({"threads": args.threads, "beam": args.beam,
+                                                  "batches": [[tokens, limit] for _, tokens, limit in batches]}),
+                                      encoding="utf-8")
+        env = AVX2_ENV if args.isa == "avx2" else {}
+        for precision in precisions:
             ct2_runs, ours_runs = [], []
-            for _ in range(args.runs):  # alternating, so both sides see the same machine load
-                seconds, ct2_out = timed(1, run_ct2)
-                ct2_runs.append(seconds)
-                seconds, ours_out = timed(1, run_ours)
-                ours_runs.append(seconds)
+            if args.isolate:
+                for _ in range(args.runs):  # alternating, each run alone in its process
+                    ct2_alone = run_alone(argv, "ct2", precision, job, env)
+                    ct2_runs.append(ct2_alone["seconds"])
+                    ours_alone = run_alone(argv, "ours", precision, job, env)
+                    ours_runs.append(ours_alone["seconds"])
+                ct2_best, ours_best = ct2_alone["best"], [tuple(t) for t in ours_alone["best"]]
+                ours_capability = ours_alone["cpu_capability"]
+            else:
+                import ctranslate2
+
+                translator = ctranslate2.Translator(str(job / "ct2"), device="cpu",
+                                                    compute_type=COMPUTE_TYPES[precision], inter_threads=1,
+                                                    intra_threads=args.threads)
+
+                def run_ct2():
+                    return [r for _, tokens, limit in batches for r in translator.translate_batch(
+                        tokens, beam_size=args.beam, patience=1, length_penalty=0, min_decoding_length=0,
+                        max_decoding_length=limit, return_scores=True)]
+
+                ours = run_ours(precision)
+                run_ct2(), ours()  # warm-up
+                for _ in range(args.runs):  # alternating, so both sides see the same machine load
+                    seconds, ct2_out = timed(1, run_ct2)
+                    ct2_runs.append(seconds)
+                    seconds, ours_out = timed(1, ours)
+                    ours_runs.append(seconds)
+                ct2_best = [r.hypotheses[0] for r in ct2_out]
+                ours_best = [t[0] for t in tokens_of(ours_out)]
+                ours_capability = torch.backends.cpu.get_cpu_capability()
             ct2_s, ours_s = statistics.median(ct2_runs), statistics.median(ours_runs)
-            ct2_tokens = [tuple(tgt_vocab.encode(r.hypotheses[0])) for r in ct2_out]
-            agree = sum(a[0] == b for a, b in zip(tokens_of(ours_out), ct2_tokens))
+            ct2_tokens = [tuple(tgt_vocab.encode(h)) for h in ct2_best]
+            agree = sum(a == b for a, b in zip(ours_best, ct2_tokens))
             results[precision] = {
                 "ct2_seconds": round(ct2_s, 3), "ours_seconds": round(ours_s, 3),
                 "ct2_wpm": round(60 * sum(words) / ct2_s, 1), "ours_wpm": round(60 * sum(words) / ours_s, 1),
@@ -140,15 +235,19 @@ def main(argv: list[str] | None = None) -> int:
                 "ratio_per_run": [round(c / o, 3) for c, o in zip(ct2_runs, ours_runs)],
                 "ct2_runs_s": [round(x, 3) for x in ct2_runs], "ours_runs_s": [round(x, 3) for x in ours_runs],
                 "same_1best_sentences": agree,
-                "ours_target_tokens": sum(len(h[0].tokens) for h in ours_out),
-                "ct2_target_tokens": sum(len(t) for t in ct2_tokens)}
+                "ours_target_tokens": sum(len(t) for t in ours_best),
+                "ct2_target_tokens": sum(len(t) for t in ct2_tokens),
+                "ours_cpu_capability": ours_capability}  # torch's kernels: what --isa avx2 holds them to
             r = results[precision]
             print(f"{precision}: CTranslate2 {r['ct2_wpm']:8.0f} wpm, ours {r['ours_wpm']:8.0f} wpm: CTranslate2 is "
                   f"{r['ct2_over_ours']:.2f}x ours; same 1-best on {agree}/{len(ids)} sentences", file=sys.stderr)
+    import ctranslate2
+
     summary = {"benchmark": "ct2_speed", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "machine": {**machine(args.threads), "load_average_at_end": os.getloadavg()},
                "ctranslate2": ctranslate2.__version__, "model": model_info, "data": data, "beam": args.beam,
                "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
+               "isolated": args.isolate, "isa": args.isa, "isa_env": AVX2_ENV if args.isa == "avx2" else {},
                "length_limits": f"per batch: max over its sentences of {args.max_length_a} * |source| + "
                                 f"{args.max_length_b}", "sentence_order": "sorted by length, longest first",
                "ours_settings": {"early_exit": args.early_exit, "ancestry_cache": args.ancestry_cache,

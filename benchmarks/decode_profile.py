@@ -17,8 +17,8 @@ A step is one call of the model's `step`; per-step figures divide by their numbe
 one that takes the candidates' top-k with torch.topk over whole rows (`plain_topk_wall_s`), the path before the
 block maxima of pipeline/decode/topk.py: their ratio is that change's gain on this CPU; and with one whose step runs
 every operation on all threads (`all_threads_wall_s`), without serial_small_ops (pipeline/nmt/threads.py). --isa avx2 runs the measurement
-in a child process whose torch, oneDNN and MKL are held to AVX2 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA,
-MKL_ENABLE_INSTRUCTIONS): the AVX2 variant's kernels on an AVX-512 CPU, not its clock or memory. --trace writes each
+in a child process whose torch, oneDNN, MKL and FBGEMM are held to AVX2 (common.AVX2_ENV): the AVX2 variant's kernels
+on an AVX-512 CPU, not its clock or memory. --trace writes each
 profile as a Chrome trace (chrome://tracing, Perfetto).
 
     .venv/bin/python benchmarks/decode_profile.py --profile medium --threads 2 --out results/benchmarks/x.json
@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, load_model, machine, source_ids  # noqa: E402
+from common import AVX2_ENV, REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
@@ -49,7 +49,6 @@ from pipeline.nmt.speedups import CpuSpeedups, apply_speedups  # noqa: E402
 
 import torch  # noqa: E402
 
-AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 GEMMS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
          "quantized::linear_dynamic", "aten::quantize_per_tensor", "aten::quantize_per_tensor_dynamic",
          "aten::dequantize", "aten::_weight_int8pack_mm", "aten::mkldnn_linear"}
@@ -184,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--precisions", nargs="+", default=["fp32", "int8"], choices=["fp32", "int8"])
     p.add_argument("--isa", choices=["native", "avx2"], default="native",
-                   help="avx2: torch, oneDNN and MKL held to AVX2 in a child process")
+                   help="avx2: torch, oneDNN, MKL and FBGEMM held to AVX2 in a child process")
     p.add_argument("--trace", action="store_true", help="also write each profile as a Chrome trace beside --out")
     p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/decode_profile.json")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # the measurement of --isa avx2, into this file

@@ -61,6 +61,26 @@ def test_ct2_speed_compares_both_decoders_in_both_precisions(run_benchmark):
         assert 0 <= result["same_1best_sentences"] <= 4 and len(result["ratio_per_run"]) == 1
 
 
+def test_ct2_speed_isolated_runs_decode_the_same_as_in_one_process(run_benchmark):
+    """--isolate: each timed run in a process of its own; the outputs are those of the one-process runs."""
+    pytest.importorskip("ctranslate2")
+    shared = run_benchmark("ct2_speed", *RANDOM_TINY, "--sentences", "4", "--runs", "1")
+    isolated = run_benchmark("ct2_speed", *RANDOM_TINY, "--sentences", "4", "--runs", "2", "--isolate")
+    assert isolated["isolated"] and not shared["isolated"]
+    for precision, result in isolated["results"].items():
+        assert len(result["ct2_runs_s"]) == len(result["ours_runs_s"]) == 2
+        assert all(seconds > 0 for seconds in result["ct2_runs_s"] + result["ours_runs_s"])
+        for key in ("same_1best_sentences", "ours_target_tokens", "ct2_target_tokens", "ours_cpu_capability"):
+            assert result[key] == shared["results"][precision][key], (precision, key)
+
+
+def test_ct2_speed_holds_both_decoders_to_avx2_in_their_own_processes(run_benchmark):
+    pytest.importorskip("ctranslate2")
+    report = run_benchmark("ct2_speed", *RANDOM_TINY, "--sentences", "2", "--runs", "1", "--isa", "avx2")
+    assert report["isolated"] and report["isa_env"]["CT2_FORCE_CPU_ISA"] == "AVX2"
+    assert {result["ours_cpu_capability"] for result in report["results"].values()} == {"AVX2"}
+
+
 def test_decode_profile_splits_the_steps_time_into_its_four_parts(run_benchmark):
     report = run_benchmark("decode_profile", *RANDOM_TINY, "--sentences", "6", "--runs", "1")
     assert set(report["results"]) == {"fp32", "int8"} and report["machine"]["isa"] == "native"
