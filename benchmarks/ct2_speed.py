@@ -152,6 +152,7 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     if args.serial_small_ops is None:
         args.serial_small_ops = CpuSpeedups.of(decode).serial_small_ops
 
+    at_start = machine(args.threads)  # the load average before any run
     # --isolate's parent decodes nothing: one thread, so that no idle OpenMP thread of its own spins beside a child
     torch.set_num_threads(1 if args.isolate and not args.alone else args.threads)
     ensemble, src_vocab, model_info = load_model(args)
@@ -244,7 +245,7 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     import ctranslate2
 
     summary = {"benchmark": "ct2_speed", "command": " ".join([Path(sys.executable).name, *sys.argv]),
-               "machine": {**machine(args.threads), "load_average_at_end": os.getloadavg()},
+               "machine": {**at_start, "load_average_at_end": os.getloadavg()},
                "ctranslate2": ctranslate2.__version__, "model": model_info, "data": data, "beam": args.beam,
                "batch_sentences": args.batch_sentences, "threads": args.threads, "runs": args.runs,
                "isolated": args.isolate, "isa": args.isa, "isa_env": AVX2_ENV if args.isa == "avx2" else {},
