@@ -101,17 +101,19 @@ def decode_ct2_alone(job: Path, precision: str, out: Path) -> int:
     translator = ctranslate2.Translator(str(job / "ct2"), device="cpu", compute_type=COMPUTE_TYPES[precision],
                                         inter_threads=1, intra_threads=spec["threads"])
 
-    def run():
-        return [r for tokens, limit in spec["batches"] for r in translator.translate_batch(
-            tokens, beam_size=spec["beam"], patience=1, length_penalty=0, min_decoding_length=0,
-            max_decoding_length=limit, return_scores=True)]
-
-    run()
+    translate_ct2(translator, spec["batches"], spec["beam"])  # warm-up
     started = time.perf_counter()
-    results = run()
+    results = translate_ct2(translator, spec["batches"], spec["beam"])
     seconds = time.perf_counter() - started
     out.write_text(json.dumps({"seconds": seconds, "best": [r.hypotheses[0] for r in results]}), encoding="utf-8")
     return 0
+
+
+def translate_ct2(translator, batches: list, beam: int) -> list:
+    """CTranslate2's results for (source tokens, length limit) batches, with the settings ours is compared under."""
+    return [r for tokens, limit in batches for r in translator.translate_batch(
+        tokens, beam_size=beam, patience=1, length_penalty=0, min_decoding_length=0, max_decoding_length=limit,
+        return_scores=True)]
 
 
 def target_vocabulary(model, args):
@@ -212,9 +214,7 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
                                                     intra_threads=args.threads)
 
                 def run_ct2():
-                    return [r for _, tokens, limit in batches for r in translator.translate_batch(
-                        tokens, beam_size=args.beam, patience=1, length_penalty=0, min_decoding_length=0,
-                        max_decoding_length=limit, return_scores=True)]
+                    return translate_ct2(translator, [(tokens, limit) for _, tokens, limit in batches], args.beam)
 
                 ours = run_ours(precision)
                 run_ct2(), ours()  # warm-up
