@@ -34,6 +34,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "hf_export_hybrid": ("hf_export_hybrid.py", "the hybrid over our Transformer exported to transformers against "
                          "the pipeline's own systems: the same BLEU?"),
     "hf_speed": ("hf_speed.py", "our decoder driving a transformers model against its generate, with and without L"),
+    "job_curve": ("job_curve.py", "a task's training job packed and trained on another machine (a GPU): tuning-set "
+                  "BLEU and loss"),
     "learning_curve": ("learning_curve.py", "a profile's model trained past its caps: tuning-set BLEU and loss"),
     "lm_train": ("lm_train.py", "KenLM training time and perplexity"),
     "lmbr_overhead": ("lmbr_overhead.py", "the same decoder with and without L"),

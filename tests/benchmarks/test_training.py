@@ -1,7 +1,8 @@
 """Smoke tests of the training benchmarks: nmt_train (its worker run in this process instead of one process per
 run), peer_nmt (which needs the eole package and an hour a run: its log parsing and its report, with the two
 toolkits' runs faked) and the analysis tools learning_curve (a recipe from a copy of the configs, on the session's
-tiny de-en inputs) and tune_bleu (the session's tiny Transformer)."""
+tiny de-en inputs), job_curve (the same job packed, moved and trained again) and tune_bleu (the session's tiny
+Transformer)."""
 from __future__ import annotations
 
 import argparse
@@ -161,3 +162,52 @@ def test_tune_bleu_scores_a_models_checkpoints_and_their_average(tiny_run, run_b
     for row in report["results"]:  # the kept output is the one scored
         kept = list(read_lines(tmp_path / f"average{row['average']}_lp{row['length_penalty']:g}.en"))
         assert len(kept) == 8 and corpus_bleu(kept, references, "en").score == pytest.approx(row["bleu"], abs=0.01)
+
+
+def test_job_curve_packs_a_job_that_trains_elsewhere_as_it_would_in_place(tiny_run, tmp_path):
+    import re
+    import shutil
+
+    configs = tmp_path / "configs"
+    shutil.copytree(tiny_run.config_dir, configs)
+    profile = configs / "profiles" / "tiny.toml"
+    head, transformer = profile.read_text().split("[nmt.transformer.training]")
+    transformer = re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 2", transformer, count=1, flags=re.M)
+    transformer = re.sub(r"^valid_sentences = .*$", "valid_sentences = 5", transformer, count=1, flags=re.M)
+    profile.write_text(head + "[nmt.transformer.training]" + transformer)
+    task = ["--profile", "tiny", "--task", "ger-eng", "--architecture", "transformer", "--work-dir",
+            str(tiny_run.work_dir), "--config-dir", str(configs)]
+    in_place = tmp_path / "in_place.json"
+    module = benchmark("job_curve")
+    try:
+        assert benchmark("learning_curve").main([*task, "--threads", "1", "--max-updates", "4",
+                                                 "--out", str(in_place)]) == 0
+        assert module.main(["pack", *task, "--folder", str(tmp_path / "packed")]) == 0
+    finally:
+        shutil.rmtree(json.loads(in_place.read_text())["state_dir"] if in_place.exists() else tmp_path / "none",
+                      ignore_errors=True)
+    moved = tmp_path / "elsewhere"
+    shutil.move(tmp_path / "packed", moved)  # every path in job.json is relative to its folder
+    job = json.loads((moved / "job.json").read_text())
+    assert job["state_dir"] == "state" and not any("/" in path for path in job["train"].values())
+    out = tmp_path / "travelled.json"
+    assert module.main(["train", "--folder", str(moved), "--threads", "1", "--max-updates", "4",
+                        "--out", str(out)]) == 0
+    report, reference = json.loads(out.read_text()), json.loads(in_place.read_text())
+    assert report["stop_reason"] == "max_updates" and report["updates"] == 4 and report["machine"]["device"] == "cpu"
+    assert [p["update"] for p in report["curve"]] == [p["update"] for p in reference["curve"]] == [2, 4]
+    for travelled, local in zip(report["curve"], reference["curve"]):  # same job, same device: the same model
+        assert travelled["valid_loss"] == pytest.approx(local["valid_loss"], rel=1e-6)
+        assert travelled["valid_bleu"] == pytest.approx(local["valid_bleu"], abs=1e-6)
+    with pytest.raises(SystemExit, match="missing/job.json: no packed job there"):
+        module.main(["train", "--folder", str(tmp_path / "missing")])
+    with pytest.raises(SystemExit, match="--set bogus=1: not KEY=VALUE of a training setting"):
+        module.main(["train", "--folder", str(moved), "--set", "bogus=1"])
+    assert report["state_dir"] == "state" and report["overrides"] == {"training": {}, "model": {}}
+    assert module.main(["train", "--folder", str(moved), "--threads", "1", "--max-updates", "2", "--set",
+                        "max_tokens=300", "--out", str(out)]) == 0
+    probed = json.loads(out.read_text())  # a probe trains from update 0 in its own state, not on from update 4
+    assert probed["state_dir"].startswith("state-") and probed["overrides"]["training"] == {"max_tokens": 300}
+    assert [p["update"] for p in probed["curve"]] == [2] and (moved / "state" / "checkpoint-00000004.pt").is_file()
+    probe = module._overrides(["max_tokens=300", "model.dropout=0.3", "compile=yes"], module.unpack(moved))
+    assert probe == {"training": {"max_tokens": 300, "compile": True}, "model": {"dropout": 0.3}}
