@@ -50,6 +50,18 @@ def machine(threads: int, device: str = "cpu") -> dict:
                if device.startswith("cuda") else {})}
 
 
+def add_model_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options naming one TrainNMT model of a run: profile, task, architecture, seed and its folders."""
+    parser.add_argument("--profile", default="medium")
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--architecture", choices=("gru", "transformer"), required=True)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work-dir", default="work")
+    parser.add_argument("--data-dir", help="the data folder (default: the project's setting)")
+    parser.add_argument("--config-dir", help="a folder of tasks/*.toml and profiles/*.toml (default: the checkout's "
+                        "configs/): a recipe tried on a copy of the profile")
+
+
 def newest_artifact(root: Path, stage: str, label: str) -> Path | None:
     """The newest complete artifact `<root>/<stage>/<label>-<hash>/` (one with its signature.json), or None."""
     found = sorted(root.glob(f"{stage}/{label}-*/signature.json"), key=lambda p: p.stat().st_mtime)

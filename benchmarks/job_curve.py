@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
-from common import machine  # noqa: E402
+from common import add_model_task_arguments, machine  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
 from pipeline.nmt.distributed import Ranks  # noqa: E402
 from pipeline.nmt.launch import TrainingJob, run_job  # noqa: E402
@@ -88,23 +88,11 @@ def unpack(folder: Path, state_name: str = "state") -> TrainingJob:
 
 
 def _pack_command(args: argparse.Namespace) -> int:
-    from pipeline.nmt.models import model_config
-    from tasks.nmt import TrainNMT
+    from learning_curve import built_job  # luigi and the workflow: for packing only
 
-    extra = {"data_dir": args.data_dir} if args.data_dir else {}
-    if args.config_dir:
-        extra["config_dir"] = args.config_dir
-    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=args.work_dir, architecture=args.architecture,
-                    seed=args.seed, **extra)
-    missing = [name for name, needed in task.requires().items() if not needed.complete()]
-    if missing:
-        raise SystemExit(f"{task}: inputs not built yet ({', '.join(missing)})")
     vocab_dir = args.folder / "vocab-build"
-    vocab_dir.mkdir(parents=True, exist_ok=True)
-    vocabs = task._vocabularies(vocab_dir)
-    config = model_config(args.architecture, task.arch_profile(), vocabs[task.config.source],
-                          vocabs[task.config.target])
-    path = pack(task._job(config, 1), vocab_dir, args.folder)
+    task, job = built_job(args, 1, vocab_dir)
+    path = pack(job, vocab_dir, args.folder)
     shutil.rmtree(vocab_dir)
     print(f"{task.label()} of {args.profile}/{args.task} packed in {path}")
     return 0
@@ -157,13 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     steps = p.add_subparsers(dest="step", required=True)
     packing = steps.add_parser("pack", help="a built task's TrainingJob and its files into --folder")
-    packing.add_argument("--profile", default="medium")
-    packing.add_argument("--task", required=True)
-    packing.add_argument("--architecture", choices=("gru", "transformer"), required=True)
-    packing.add_argument("--seed", type=int, default=1)
-    packing.add_argument("--work-dir", default="work")
-    packing.add_argument("--data-dir", help="the data folder (default: the project's setting)")
-    packing.add_argument("--config-dir", help="a folder of tasks/*.toml and profiles/*.toml (default: configs/)")
+    add_model_task_arguments(packing)
     packing.add_argument("--folder", type=Path, required=True)
     training = steps.add_parser("train", help="train a packed job (on the GPU when there is one)")
     training.add_argument("--folder", type=Path, required=True)

@@ -101,11 +101,10 @@ def test_peer_nmt_measures_only_on_a_quiet_machine_and_keeps_each_runs_log(tmp_p
         module.eole_save_steps([30.0], None)
 
 
-def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interrupted_run(tiny_run, monkeypatch,
-                                                                                          tmp_path):
+def _validating_every_2_updates(tiny_run, tmp_path):
+    """A copy of the tiny run's configs whose Transformer validates on 5 tuning sentences every 2 updates."""
     import re
     import shutil
-    import signal
 
     configs = tmp_path / "configs"
     shutil.copytree(tiny_run.config_dir, configs)
@@ -114,6 +113,15 @@ def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interr
     transformer = re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 2", transformer, count=1, flags=re.M)
     transformer = re.sub(r"^valid_sentences = .*$", "valid_sentences = 5", transformer, count=1, flags=re.M)
     profile.write_text(head + "[nmt.transformer.training]" + transformer)
+    return configs
+
+
+def test_learning_curve_trains_a_recipe_from_a_config_copy_and_reports_an_interrupted_run(tiny_run, monkeypatch,
+                                                                                          tmp_path):
+    import shutil
+    import signal
+
+    configs = _validating_every_2_updates(tiny_run, tmp_path)
     module = benchmark("learning_curve")
     common = ["--profile", "tiny", "--task", "ger-eng", "--architecture", "transformer", "--work-dir",
               str(tiny_run.work_dir), "--config-dir", str(configs), "--threads", "1"]
@@ -165,16 +173,9 @@ def test_tune_bleu_scores_a_models_checkpoints_and_their_average(tiny_run, run_b
 
 
 def test_job_curve_packs_a_job_that_trains_elsewhere_as_it_would_in_place(tiny_run, tmp_path):
-    import re
     import shutil
 
-    configs = tmp_path / "configs"
-    shutil.copytree(tiny_run.config_dir, configs)
-    profile = configs / "profiles" / "tiny.toml"
-    head, transformer = profile.read_text().split("[nmt.transformer.training]")
-    transformer = re.sub(r"^checkpoint_every = .*$", "checkpoint_every = 2", transformer, count=1, flags=re.M)
-    transformer = re.sub(r"^valid_sentences = .*$", "valid_sentences = 5", transformer, count=1, flags=re.M)
-    profile.write_text(head + "[nmt.transformer.training]" + transformer)
+    configs = _validating_every_2_updates(tiny_run, tmp_path)
     task = ["--profile", "tiny", "--task", "ger-eng", "--architecture", "transformer", "--work-dir",
             str(tiny_run.work_dir), "--config-dir", str(configs)]
     in_place = tmp_path / "in_place.json"
