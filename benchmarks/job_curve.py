@@ -41,7 +41,8 @@ _VALID_FILES = ("source", "target", "references", "truecaser")
 
 
 def pack(job: TrainingJob, vocab_dir: Path, folder: Path) -> Path:
-    """Copy the job's inputs and vocabularies into `folder` and write folder/job.json with paths relative to it."""
+    """Copy the job's inputs and vocabularies into `folder` and write folder/job.json (last: a folder without it is
+    no packed job) with paths relative to it."""
     folder.mkdir(parents=True, exist_ok=True)
 
     def moved(path: str, name: str) -> str:
@@ -56,7 +57,8 @@ def pack(job: TrainingJob, vocab_dir: Path, folder: Path) -> Path:
     for key in _VALID_FILES:
         if valid.get(key):
             valid[key] = moved(valid[key], f"valid.{key}{''.join(Path(valid[key]).suffixes)}")
-    valid["tokenizer_cache"] = "tokenizers"
+    if valid:
+        valid["tokenizer_cache"] = "tokenizers"
     for name in job.vocabularies.values():
         shutil.copyfile(vocab_dir / name, folder / name)
     packed = dataclasses.replace(job, train=train, valid=valid, state_dir="state")
