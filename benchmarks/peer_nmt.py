@@ -98,12 +98,13 @@ def task_data(work_dir: Path, profile: str, task: str, split: str) -> TaskData:
 
 # -- our trainer ---------------------------------------------------------------------------------------------------
 
-def training_settings(profile: str):
-    """The profile's Transformer sizes and its training settings, as a benchmark run uses them: no validation,
-    no checkpoints but the marks', no update or time cap (the benchmark stops the run)."""
-    from pipeline.config import load_profile
+def training_settings(profile: str, task: str):
+    """The task's Transformer sizes and training settings in the profile (the profile's, with the task's own
+    [nmt.<profile>.transformer] entries in their place), as a benchmark run uses them: no validation, no checkpoints
+    but the marks', no update or time cap (the benchmark stops the run)."""
+    from pipeline.config import load_profile, load_task
 
-    arch = load_profile(profile).nmt.transformer
+    arch = load_task(task).nmt_for(load_profile(profile), "transformer")
     training = dataclasses.replace(arch.training, max_updates=0, budget_seconds=0, checkpoint_every=10 ** 9)
     return arch, training
 
@@ -126,7 +127,7 @@ def ours_worker(args: argparse.Namespace) -> None:
     out = Path(args.out_dir)
     data = TaskData(**{k: (Path(v) if k not in ("source", "target") else v)
                        for k, v in json.loads(args.data).items()})
-    arch, training = training_settings(args.profile)
+    arch, training = training_settings(args.profile, args.task)
     src_vocab = Vocabulary.load(data.vocab / f"vocab.{data.source}.json")
     tgt_vocab = Vocabulary.load(data.vocab / f"vocab.{data.target}.json")
     with gzip.open(data.train / f"bpe.{data.source}.gz", "rt") as s, gzip.open(data.train / f"bpe.{data.target}.gz",
@@ -226,7 +227,7 @@ def eole_save_steps(marks: list[float], updates_per_s: float | None) -> int:
 
 def eole_config(args: argparse.Namespace, data: TaskData, work: Path, save_steps: int) -> Path:
     """eole's YAML for the same model, data and updates as ours (see the module docstring)."""
-    arch, training = training_settings(args.profile)
+    arch, training = training_settings(args.profile, args.task)
     for lang in (data.source, data.target):
         with gzip.open(data.train / f"bpe.{lang}.gz", "rb") as f, open(work / f"train.{lang}", "wb") as g:
             shutil.copyfileobj(f, g)
@@ -434,7 +435,7 @@ def main(args: argparse.Namespace) -> dict:
     here = {**machine(args.threads), "cpu_variant": describe_cpu().variant}
     report: dict = {"benchmark": "peer_nmt", "machine": here, "machines": {}, "profile": args.profile,
                     "task": args.task, "devtest": args.split, "eval_sentences": args.eval_sentences,
-                    "beam": args.beam, "settings": dataclasses.asdict(training_settings(args.profile)[1]),
+                    "beam": args.beam, "settings": dataclasses.asdict(training_settings(args.profile, args.task)[1]),
                     "speed_runs": {"ours": [], "eole": []}}
     if args.previous and args.previous.exists():
         report = kept_phases(json.loads(args.previous.read_text()), here)

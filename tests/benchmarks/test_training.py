@@ -47,6 +47,15 @@ def test_peer_nmt_reads_eoles_log_and_its_steady_rate():
     assert module.steady_rate([(0.0, 0.0)], skip=60.0) is None
 
 
+def test_peer_nmt_trains_the_tasks_own_recipe_and_caps_nothing():
+    module = benchmark("peer_nmt")
+    arch, own = module.training_settings("medium", "ger-eng")  # the task replaces batch, updates and warm-up
+    assert (own.max_tokens, own.warmup_updates, arch.layers, arch.model_size) == (1000, 1600, 3, 256)
+    assert (own.max_updates, own.budget_seconds, own.checkpoint_every) == (0, 0, 10 ** 9)
+    _, profiles = module.training_settings("medium", "chi-eng")  # no entries of its own: the profile's
+    assert (profiles.max_tokens, profiles.warmup_updates) == (2000, 800)
+
+
 def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_path):
     module = benchmark("peer_nmt")
     args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "3", "--minutes",
