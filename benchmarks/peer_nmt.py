@@ -274,15 +274,27 @@ def parse_eole_log(text: str) -> list[dict]:
             for m in EOLE_LOG.finditer(text)]
 
 
+def checkpoint_before(saved: dict[str, float], minute: float, save_steps: int | None) -> str | None:
+    """Of eole's checkpoint folders (step_<update> -> wall seconds when first seen complete), the newest saved before
+    the mark; None for a run that saves none (a speed run); SystemExit when a saving run has none before it."""
+    if save_steps is None:
+        return None
+    before = [name for name, wall in saved.items() if wall <= minute * 60]
+    if not before:
+        raise SystemExit(f"eole saved no checkpoint before the {minute:g}-minute mark (interval {save_steps} "
+                         f"updates): rerun the speed phase on this machine")
+    return max(before, key=lambda name: int(name[5:]))
+
+
 def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float],
-             save_steps: int = 10 ** 8) -> dict:
-    """One eole run for max(minutes) of wall time, saving every `save_steps` updates (by default never: a speed
-    run); at each mark the newest checkpoint saved before it is kept."""
+             save_steps: int | None = None) -> dict:
+    """One eole run for max(minutes) of wall time, saving every `save_steps` updates (None: never, a speed run);
+    at each mark the newest checkpoint saved before it is kept."""
     eole = ensure_peer(args.peer_venv)
     work = out / "eole-work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    config = eole_config(args, data, work, save_steps)
+    config = eole_config(args, data, work, save_steps or 10 ** 8)
     log_path = out / "eole.log"
     marks, kept = sorted(minutes), {}
     load = wait_for_quiet(args.max_load, args.quiet_timeout, f"eole in {out.name}")
@@ -302,11 +314,9 @@ def run_eole(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[
                         saved[step_dir.name] = wall
                 if wall >= marks[0] * 60:
                     minute = marks.pop(0)
-                    before = [n for n, t in saved.items() if t <= minute * 60]
-                    if not before:
-                        raise SystemExit(f"eole saved no checkpoint before the {minute:g}-minute mark (interval "
-                                         f"{save_steps} updates): rerun the speed phase on this machine")
-                    name = max(before, key=lambda n: int(n[5:]))
+                    name = checkpoint_before(saved, minute, save_steps)
+                    if name is None:
+                        continue
                     target = out / f"eole-{minute:g}min"
                     shutil.rmtree(target, ignore_errors=True)
                     time.sleep(2)  # a checkpoint seen with its optimizer state is complete

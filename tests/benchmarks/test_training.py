@@ -56,6 +56,16 @@ def test_peer_nmt_trains_the_tasks_own_recipe_and_caps_nothing():
     assert (profiles.max_tokens, profiles.warmup_updates) == (2000, 800)
 
 
+def test_peer_nmt_keeps_eoles_newest_checkpoint_before_each_mark_and_none_in_a_speed_run():
+    module = benchmark("peer_nmt")
+    saved = {"step_900": 590.0, "step_1800": 1170.0, "step_2700": 1790.0, "step_3600": 2390.0}
+    assert module.checkpoint_before(saved, 30, save_steps=900) == "step_2700"
+    assert module.checkpoint_before(saved, 60, save_steps=900) == "step_3600"
+    assert module.checkpoint_before({}, 4, save_steps=None) is None  # a speed run saves nothing and needs nothing
+    with pytest.raises(SystemExit, match="no checkpoint before the 4-minute mark"):
+        module.checkpoint_before({"step_900": 590.0}, 4, save_steps=900)
+
+
 def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_path):
     module = benchmark("peer_nmt")
     args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "3", "--minutes",
