@@ -163,14 +163,19 @@ def ours_worker(args: argparse.Namespace) -> None:
                                                "training_sentences": len(text.sources)}))
 
 
+def ours_command(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float]) -> list[str]:
+    """The worker process of one run of our trainer: the same task, profile, threads and seed as this run."""
+    return [sys.executable, str(Path(__file__).resolve()), "--worker-ours", "--out-dir", str(out),
+            "--data", json.dumps({k: str(v) for k, v in dataclasses.asdict(data).items()}),
+            "--profile", args.profile, "--task", args.task, "--threads", str(args.threads), "--seed", str(args.seed),
+            "--minutes", *[f"{m:g}" for m in minutes]]
+
+
 def run_ours(args: argparse.Namespace, data: TaskData, out: Path, minutes: list[float]) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     load = wait_for_quiet(args.max_load, args.quiet_timeout, f"ours in {out.name}")
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker-ours", "--out-dir", str(out),
-               "--data", json.dumps({k: str(v) for k, v in dataclasses.asdict(data).items()}),
-               "--profile", args.profile, "--threads", str(args.threads), "--seed", str(args.seed),
-               "--minutes", *[f"{m:g}" for m in minutes]]
-    subprocess.run(command, check=True, env=thread_env(args.threads), stdout=subprocess.DEVNULL)
+    subprocess.run(ours_command(args, data, out, minutes), check=True, env=thread_env(args.threads),
+                   stdout=subprocess.DEVNULL)
     result = json.loads((out / "ours.json").read_text())
     rows = result["rows"]
     checkpoints = {f"{m:g}": {"path": r["checkpoint"], "update": r["update"], "wall_s": round(r["wall_s"], 1)}

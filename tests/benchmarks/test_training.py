@@ -66,6 +66,16 @@ def test_peer_nmt_keeps_eoles_newest_checkpoint_before_each_mark_and_none_in_a_s
         module.checkpoint_before({"step_900": 590.0}, 4, save_steps=900)
 
 
+def test_peer_nmt_runs_our_trainer_on_the_same_task_and_settings(tmp_path):
+    module = benchmark("peer_nmt")
+    args = module.parse_args(["--task", "eng-ger", "--profile", "medium", "--threads", "3", "--seed", "7"])
+    data = module.TaskData("en", "de", *(tmp_path / name for name in ("train", "vocab", "dev", "raw", "tc")))
+    worker = module.parse_args(module.ours_command(args, data, tmp_path / "run", [30.0, 60.0])[2:])
+    assert worker.worker_ours and worker.out_dir == str(tmp_path / "run") and worker.minutes == [30.0, 60.0]
+    assert (worker.task, worker.profile, worker.threads, worker.seed) == ("eng-ger", "medium", 3, 7)
+    assert json.loads(worker.data) == {k: str(v) for k, v in vars(data).items()}
+
+
 def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_path):
     module = benchmark("peer_nmt")
     args = module.parse_args(["--profile", "tiny", "--phases", "speed,quality", "--speed-runs", "3", "--minutes",
