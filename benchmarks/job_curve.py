@@ -105,8 +105,7 @@ def _train_command(args: argparse.Namespace) -> int:
     # each probe trains in a state folder of its own: a second run resumes the same recipe, never another one's model
     digest = hashlib.sha1(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
     job = unpack(args.folder, f"state-{digest}" if args.set else "state")
-    caps = {"max_updates": args.max_updates or job.training["max_updates"],
-            "budget_seconds": round(args.budget_minutes * 60)}
+    caps = training_caps(args, recipe["training"], job.training)
     job = dataclasses.replace(job, training={**job.training, **recipe["training"], **caps},
                               model={**job.model, **recipe["model"]}, threads=args.threads)
     print(f"training the job of {args.folder} with {caps}{f' and {recipe}' if args.set else ''}", flush=True)
@@ -128,6 +127,13 @@ def _train_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def training_caps(args: argparse.Namespace, overrides: dict[str, Any], training: dict[str, Any]) -> dict[str, int]:
+    """When the run stops: --max-updates, else a --set max_updates, else the job's own; --budget-minutes, else a
+    --set budget_seconds, else none (the job's guard is for the pipeline's machine, not this one)."""
+    return {"max_updates": args.max_updates or overrides.get("max_updates") or training["max_updates"],
+            "budget_seconds": round(args.budget_minutes * 60) or overrides.get("budget_seconds", 0)}
+
+
 def _overrides(settings: list[str], job: TrainingJob) -> dict[str, dict[str, Any]]:
     """KEY=VALUE settings of the training recipe (model.KEY=VALUE: of the model), each of the type of the job's own
     value: {"training": {...}, "model": {...}} (SystemExit naming the setting when it is unknown)."""
@@ -143,7 +149,7 @@ def _overrides(settings: list[str], job: TrainingJob) -> dict[str, dict[str, Any
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     steps = p.add_subparsers(dest="step", required=True)
     packing = steps.add_parser("pack", help="a built task's TrainingJob and its files into --folder")
@@ -158,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
                           help="another value of a training setting (max_tokens=8000) or of the model's "
                           "(model.dropout=0.3): a recipe probe, recorded in the JSON")
     training.add_argument("--out", type=Path, help="JSON: the curve, the machine and the caps")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     return _pack_command(args) if args.step == "pack" else _train_command(args)
 
 

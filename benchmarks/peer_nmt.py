@@ -100,12 +100,14 @@ def task_data(work_dir: Path, profile: str, task: str, split: str) -> TaskData:
 
 def training_settings(profile: str, task: str):
     """The task's Transformer sizes and training settings in the profile (the profile's, with the task's own
-    [nmt.<profile>.transformer] entries in their place), as a benchmark run uses them: no validation, no checkpoints
-    but the marks', no update or time cap (the benchmark stops the run)."""
+    [nmt.<profile>.transformer] entries in their place), as a benchmark run uses them: the training pairs' own
+    targets (no distillation: both toolkits read the same BPE pairs), no validation, no checkpoints but the marks',
+    no update or time cap (the benchmark stops the run)."""
     from pipeline.config import load_profile, load_task
 
     arch = load_task(task).nmt_for(load_profile(profile), "transformer")
-    training = dataclasses.replace(arch.training, max_updates=0, budget_seconds=0, checkpoint_every=10 ** 9)
+    training = dataclasses.replace(arch.training, max_updates=0, budget_seconds=0, checkpoint_every=10 ** 9,
+                                   distillation="none")
     return arch, training
 
 

@@ -51,7 +51,7 @@ def test_peer_nmt_trains_the_tasks_own_recipe_and_caps_nothing():
     module = benchmark("peer_nmt")
     arch, own = module.training_settings("medium", "ger-eng")  # the task replaces batch, updates and warm-up
     assert (own.max_tokens, own.warmup_updates, arch.layers, arch.model_size) == (1000, 1600, 3, 256)
-    assert (own.max_updates, own.budget_seconds, own.checkpoint_every) == (0, 0, 10 ** 9)
+    assert (own.max_updates, own.budget_seconds, own.checkpoint_every, own.distillation) == (0, 0, 10 ** 9, "none")
     _, profiles = module.training_settings("medium", "chi-eng")  # no entries of its own: the profile's
     assert (profiles.max_tokens, profiles.warmup_updates) == (2000, 800)
 
@@ -241,3 +241,10 @@ def test_job_curve_packs_a_job_that_trains_elsewhere_as_it_would_in_place(tiny_r
     assert [p["update"] for p in probed["curve"]] == [2] and (moved / "state" / "checkpoint-00000004.pt").is_file()
     probe = module._overrides(["max_tokens=300", "model.dropout=0.3", "compile=yes"], module.unpack(moved))
     assert probe == {"training": {"max_tokens": 300, "compile": True}, "model": {"dropout": 0.3}}
+    caps = module.parse_args(["train", "--folder", str(moved)])  # a --set cap is kept, the command line's wins
+    assert module.training_caps(caps, {"max_updates": 6}, {"max_updates": 4}) == {"max_updates": 6, "budget_seconds": 0}
+    assert module.training_caps(caps, {}, {"max_updates": 4, "budget_seconds": 7800}) == {"max_updates": 4,
+                                                                                        "budget_seconds": 0}
+    caps = module.parse_args(["train", "--folder", str(moved), "--max-updates", "2", "--budget-minutes", "1"])
+    assert module.training_caps(caps, {"max_updates": 6, "budget_seconds": 30}, {"max_updates": 4}) == {
+        "max_updates": 2, "budget_seconds": 60}
