@@ -103,10 +103,16 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def is_log(path: Path, folder: Path) -> bool:
+    """A run's log kept beside its report (in a `<report>_logs/` folder), not a report itself."""
+    return any(part.endswith("_logs") for part in path.relative_to(folder).parts[:-1])
+
+
 def rows(folder: Path) -> list[tuple[str, str, str, str, str]]:
-    """(file, producer, command, machine, date) of every JSON file under `folder`, by producer and file."""
+    """(file, producer, command, machine, date) of every JSON report under `folder` (runs' logs left out), by
+    producer and file."""
     found = []
-    for path in sorted(folder.rglob("*.json")):
+    for path in sorted(p for p in folder.rglob("*.json") if not is_log(p, folder)):
         name = path.relative_to(folder).as_posix()
         data = json.loads(path.read_text(encoding="utf-8"))
         command = data.get("command") if isinstance(data, dict) else None
@@ -132,9 +138,9 @@ def render(folder: Path = FOLDER) -> str:
                   for f, _, c, m, d in found]
         lines.append("")
     others = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                    if p.is_file() and p.suffix != ".json" and p != folder / INDEX.name)
+                    if p.is_file() and (p.suffix != ".json" or is_log(p, folder)) and p != folder / INDEX.name)
     if others:
-        lines += ["## Other files", "", "Tables, figures and metrics beside the JSON files:", ""]
+        lines += ["## Other files", "", "Tables, figures, metrics and runs' logs beside the JSON files:", ""]
         lines += [f"- [{name}]({name})" for name in others]
         lines.append("")
     return "\n".join(lines)

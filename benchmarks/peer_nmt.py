@@ -457,8 +457,12 @@ def main(args: argparse.Namespace) -> dict:
     if args.previous and args.previous.exists():
         report = kept_phases(json.loads(args.previous.read_text()), here)
     runners = {"ours": run_ours, "eole": run_eole}
+    command = " ".join([Path(sys.executable).name, *sys.argv])
+    report["command"] = command
+    report.setdefault("commands", {})
     if "speed" in args.phases:
         report["machines"]["speed"] = here
+        report["commands"]["speed"] = command
         report["speed_runs"] = {"ours": [], "eole": []}
         for i in range(args.speed_runs):
             for name, runner in runners.items():
@@ -470,6 +474,7 @@ def main(args: argparse.Namespace) -> dict:
                            for name, runs in report["speed_runs"].items()}
     if "quality" in args.phases:
         report["machines"]["quality"] = here
+        report["commands"]["quality"] = command
         rate = args.eole_updates_per_s or median(
             [r["updates"] / r["wall_s"] for r in report["speed_runs"].get("eole", []) if r.get("wall_s")])
         save_steps = args.eole_save_steps or eole_save_steps(args.minutes, rate)

@@ -18,6 +18,8 @@ def test_index_rows_name_producer_command_machine_and_date(tmp_path):
         "machine": {"date": "2026-12-01", "cpu": "Some CPU", "cpu_count": 2}}))
     (tmp_path / "gpu" / "serve_load_y.json").write_text(json.dumps({"machine": "AMD EPYC, 2 cores", "date": "2026-11-30"}))
     (tmp_path / "notes.csv").write_text("a,b\n")
+    (tmp_path / "peer_nmt_x_logs").mkdir()  # a run's log beside its report: listed, not a report of its own
+    (tmp_path / "peer_nmt_x_logs" / "speed-ours-0-ours.json").write_text(json.dumps({"rows": []}))
     assert index.main(["--check", "--folder", str(tmp_path)]) == 1  # no index yet
     assert index.main(["--folder", str(tmp_path)]) == 0
     text = (tmp_path / "README.md").read_text()
@@ -25,4 +27,6 @@ def test_index_rows_name_producer_command_machine_and_date(tmp_path):
             "| 2026-12-01 |") in text
     assert "| [gpu/serve_load_y.json](gpu/serve_load_y.json) | not recorded | AMD EPYC, 2 cores | 2026-11-30 |" in text
     assert "- [notes.csv](notes.csv)" in text
+    assert "- [peer_nmt_x_logs/speed-ours-0-ours.json](peer_nmt_x_logs/speed-ours-0-ours.json)" in text
+    assert "## peer_nmt" not in text
     assert index.main(["--check", "--folder", str(tmp_path)]) == 0
