@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{devtest['shared']:.2f} -> {devtest['tuned']:.2f} ({devtest['difference']:+.2f}, p "
               f"{devtest['p_value']})", flush=True)
     if args.out:
-        write_json(args.out, {"benchmark": "length_tuning", "machine": machine(args.processes),
+        command = [Path(sys.executable).name, "benchmarks/length_tuning.py", *(sys.argv[1:] if argv is None else argv)]
+        write_json(args.out, {"benchmark": "length_tuning", "command": " ".join(command),
+                              "machine": machine(args.processes),
                               "profile": args.profile, "task": args.task, "split": split, "grid": args.grid,
                               "seconds": round(time.monotonic() - started, 1), "systems": systems})
     return 0

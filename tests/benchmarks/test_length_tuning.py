@@ -13,6 +13,7 @@ def test_length_tuning_reports_the_choice_and_both_devtest_scores(tiny_run, expo
                            task.data_dir, "--cache-dir", task.cache_dir, "--processes", "1",
                            "--grid", "0", "3", "--systems", "TNMT")
     assert report["benchmark"] == "length_tuning" and report["grid"] == [0.0, 3.0]
+    assert "length_tuning.py" in report["command"] and "--grid 0 3" in report["command"]
     found = report["systems"]["TNMT"]
     tuning, devtest = found["tuning"], found["devtest"]
     assert [point["length_penalty"] for point in tuning["bleu"]] == [0.0, 3.0]
