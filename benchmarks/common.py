@@ -15,9 +15,13 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from pipeline.nmt.launch import TrainingJob
+    from tasks.nmt import TrainNMT
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -60,6 +64,30 @@ def add_model_task_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="the data folder (default: the project's setting)")
     parser.add_argument("--config-dir", help="a folder of tasks/*.toml and profiles/*.toml (default: the checkout's "
                         "configs/): a recipe tried on a copy of the profile")
+
+
+def built_job(args: argparse.Namespace, threads: int, vocab_dir: Path | None = None) -> tuple["TrainNMT", "TrainingJob"]:
+    """The TrainNMT task of args (task, profile, architecture, seed, work_dir, data_dir, config_dir) and its
+    TrainingJob, the model's vocabularies written into `vocab_dir` (default: the task's state folder); SystemExit
+    naming what is missing when the task's inputs are not built. Imports the workflow (luigi) only when called."""
+    from pipeline.nmt.models import model_config
+    from tasks.nmt import TrainNMT
+
+    extra = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.config_dir:
+        extra["config_dir"] = args.config_dir
+    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=args.work_dir, architecture=args.architecture,
+                    seed=args.seed, **extra)
+    missing = [name for name, needed in task.requires().items() if not needed.complete()]
+    if missing:
+        raise SystemExit(f"{task}: inputs not built yet ({', '.join(missing)}); run e.g. `luigi --module tasks "
+                         f"TrainNMT ...` once, or build them with luigi first")
+    vocab_dir = vocab_dir or task.state_dir()
+    vocab_dir.mkdir(parents=True, exist_ok=True)
+    vocabs = task._vocabularies(vocab_dir)
+    config = model_config(args.architecture, task.arch_profile(), vocabs[task.config.source],
+                          vocabs[task.config.target])
+    return task, task._job(config, threads)
 
 
 def newest_artifact(root: Path, stage: str, label: str) -> Path | None:

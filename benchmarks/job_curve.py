@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
-from common import add_model_task_arguments, machine  # noqa: E402
+from common import add_model_task_arguments, built_job, machine  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
 from pipeline.nmt.distributed import Ranks  # noqa: E402
 from pipeline.nmt.launch import TrainingJob, run_job  # noqa: E402
@@ -90,8 +90,6 @@ def unpack(folder: Path, state_name: str = "state") -> TrainingJob:
 
 
 def _pack_command(args: argparse.Namespace) -> int:
-    from learning_curve import built_job  # luigi and the workflow: for packing only
-
     vocab_dir = args.folder / "vocab-build"
     task, job = built_job(args, 1, vocab_dir)
     path = pack(job, vocab_dir, args.folder)

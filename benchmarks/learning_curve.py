@@ -28,13 +28,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from common import add_model_task_arguments, machine  # noqa: E402
+from common import add_model_task_arguments, built_job, machine  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.nmt.distributed import Ranks  # noqa: E402
-from pipeline.nmt.launch import TrainingJob, run_job  # noqa: E402
-from pipeline.nmt.models import model_config  # noqa: E402
+from pipeline.nmt.launch import run_job  # noqa: E402
 from pipeline.report.learning_curves import read_curve  # noqa: E402
-from tasks.nmt import TrainNMT  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,27 +78,6 @@ def main(argv: list[str] | None = None) -> int:
                               "state_dir": str(state_dir), "caps": caps, "updates": updates,
                               "stop_reason": stop_reason, "minutes": minutes, "curve": curve})
     return 0
-
-
-def built_job(args: argparse.Namespace, threads: int, vocab_dir: Path | None = None) -> tuple[TrainNMT, TrainingJob]:
-    """The TrainNMT task of args (task, profile, architecture, seed, work_dir, data_dir, config_dir) and its
-    TrainingJob, the model's vocabularies written into `vocab_dir` (default: the task's state folder); SystemExit
-    naming what is missing when the task's inputs are not built."""
-    extra = {"data_dir": args.data_dir} if args.data_dir else {}
-    if args.config_dir:
-        extra["config_dir"] = args.config_dir
-    task = TrainNMT(task_name=args.task, profile=args.profile, work_dir=args.work_dir, architecture=args.architecture,
-                    seed=args.seed, **extra)
-    missing = [name for name, needed in task.requires().items() if not needed.complete()]
-    if missing:
-        raise SystemExit(f"{task}: inputs not built yet ({', '.join(missing)}); run e.g. `luigi --module tasks "
-                         f"TrainNMT ...` once, or build them with luigi first")
-    vocab_dir = vocab_dir or task.state_dir()
-    vocab_dir.mkdir(parents=True, exist_ok=True)
-    vocabs = task._vocabularies(vocab_dir)
-    config = model_config(args.architecture, task.arch_profile(), vocabs[task.config.source],
-                          vocabs[task.config.target])
-    return task, task._job(config, threads)
 
 
 def _interrupt(signum: int, frame: object) -> None:
