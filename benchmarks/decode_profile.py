@@ -152,10 +152,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             prof.export_chrome_trace(str(args.out.with_name(f"{args.out.stem}_{precision}_trace.json")))
         split = split_profile(prof.events(), profiled_s)
         wall = statistics.median(timed)
-        results[precision] = {"wall_s": round(wall, 3), "wpm": round(60 * sum(words) / wall, 1),
-                              "plain_topk_wall_s": round(statistics.median(plain), 3),
+        results[precision] = {"wall_s": round(wall, 5), "wpm": round(60 * sum(words) / wall, 1),
+                              "plain_topk_wall_s": round(statistics.median(plain), 5),
                               "topk_speedup": round(statistics.median(plain) / wall, 3),
-                              "all_threads_wall_s": round(statistics.median(parallel), 3),
+                              "all_threads_wall_s": round(statistics.median(parallel), 5),
                               "serial_small_ops_speedup": round(statistics.median(parallel) / wall, 3),
                               "steps": per_run_steps, "ms_per_step": round(1000 * wall / max(per_run_steps, 1), 3),
                               "profiled_wall_s": round(profiled_s, 3),
