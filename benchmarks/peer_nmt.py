@@ -21,7 +21,8 @@ Two phases:
   the model as it stood at each mark (ours: saved at the first update past it; eole's: its last checkpoint saved
   before it) decodes the devtest split, cased BLEU with sacrebleu after the same post-processing (BPE merge,
   detruecasing, detokenization) for both. Both decode alike: beam --beam, batches of --decode-batch sentences, no
-  length penalty, at most 2 x the source length (eole also caps at 250).
+  length penalty, at most 2 x the source length (eole also caps at 250); at each mark, ours against eole by
+  paired bootstrap (BLEU and chrF2; `significance`, which also runs alone on a kept quality phase's hypotheses).
 
 eole saves only what the marks need: its checkpoint interval is derived from its updates per second in the speed
 phase (this run's or --previous's), so that a save falls just before each mark (about 3% of a mark's time early)
@@ -424,6 +425,28 @@ def evaluate(args: argparse.Namespace, data: TaskData, runs: dict[str, dict], ou
             print(f"{name} at {minute} min (update {kept['update']}): BLEU {kept['bleu']}", file=sys.stderr)
 
 
+def significance(data: TaskData, runs: dict[str, dict], out: Path, sentences: int) -> dict[str, dict]:
+    """Per mark that both toolkits kept: ours against eole by paired bootstrap (BLEU and chrF2), from the devtest
+    hypotheses `evaluate` wrote into `out`."""
+    from common import first_lines
+
+    from pipeline.evaluation.significance import paired_bootstrap
+
+    references = first_lines(data.references / f"raw.{data.target}.gz", sentences)
+    compared = {}
+    marks = set(runs.get("ours", {}).get("checkpoints", {})) & set(runs.get("eole", {}).get("checkpoints", {}))
+    for minute in sorted(marks, key=float):
+        hyps = {name: (out / f"{name}-{minute}min.{data.target}").read_text(encoding="utf-8").splitlines()
+                for name in ("eole", "ours")}
+        records = paired_bootstrap(("eole", hyps["eole"]), [("ours", hyps["ours"])], references, data.target)
+        compared[minute] = {r["metric"]: {key: r[key] for key in ("score", "baseline_score", "p_value", "ci")}
+                            for r in records}
+        bleu_record = compared[minute]["BLEU"]
+        print(f"at {minute} min: ours {bleu_record['score']} against eole {bleu_record['baseline_score']} BLEU, "
+              f"p {bleu_record['p_value']}", file=sys.stderr)
+    return compared
+
+
 def median(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return round(statistics.median(values), 1) if values else None
@@ -484,6 +507,9 @@ def main(args: argparse.Namespace) -> dict:
                 for name, runner in runners.items()}
         evaluate(args, data, runs, out)
         report["quality"] = runs
+    if "quality" in args.phases or "significance" in args.phases:
+        report["commands"]["significance"] = command
+        report["significance"] = significance(data, report.get("quality", {}), out, report["eval_sentences"])
     write_json(args.out, report)
     print(json.dumps({k: report.get(k) for k in ("speed",)}, indent=1))
     for name, run in report.get("quality", {}).items():
@@ -507,7 +533,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--speed-minutes", type=float, default=4.0)
     parser.add_argument("--speed-skip", type=float, default=60.0,
                         help="seconds of each run left out of its steady tokens/s (start-up, first batches)")
-    parser.add_argument("--phases", default="speed,quality")
+    parser.add_argument("--phases", default="speed,quality",
+                        help="speed, quality (which ends with significance), or significance alone: ours against "
+                             "eole at each mark by paired bootstrap, from a --previous quality phase's hypotheses "
+                             "in --run-dir")
     parser.add_argument("--decode-batch", type=int, default=16, help="sentences per batch, both toolkits")
     parser.add_argument("--max-load", type=float, default=0.3,
                         help="each run starts once the 1-minute load average is below this")

@@ -93,10 +93,13 @@ def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_pat
 
     for name, value in (("task_data", lambda *a: None), ("ensure_peer", lambda venv: venv),
                         ("run_ours", fake(120.0)), ("run_eole", fake(100.0)),
-                        ("evaluate", lambda args, data, runs, out: None)):
+                        ("evaluate", lambda args, data, runs, out: None),
+                        ("significance", lambda data, runs, out, n: {m: {"BLEU": {"p_value": 0.5}}
+                                                                     for m in runs["ours"]["checkpoints"]})):
         monkeypatch.setattr(module, name, value)
     module.main(args)
     report = json.loads((tmp_path / "peer.json").read_text())
+    assert report["significance"] == {"1": {"BLEU": {"p_value": 0.5}}} and "significance" in report["commands"]
     assert report["speed"] == {"ours": 120.0, "eole": 100.0}
     assert len(report["speed_runs"]["ours"]) == 3 and set(report["machines"]) == {"speed", "quality"}
     assert report["machines"]["speed"]["cpu_variant"]
@@ -115,6 +118,25 @@ def test_peer_nmt_writes_its_report_from_both_toolkits_runs(monkeypatch, tmp_pat
     module.main(again)
     kept = json.loads((tmp_path / "peer2.json").read_text())
     assert "quality" in kept and len(kept["speed_runs"]["eole"]) == 3
+
+
+def test_peer_nmt_compares_the_toolkits_at_each_mark_both_kept_by_paired_bootstrap(tmp_path):
+    import gzip
+
+    module = benchmark("peer_nmt")
+    references = [f"the house number {i} is small and old ." for i in range(40)]
+    with gzip.open(tmp_path / "raw.en.gz", "wt", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in references))
+    worse = [line.replace("small", "big").replace("old", "new") for line in references]
+    for name, minute, lines in (("ours", "30", references), ("eole", "30", worse), ("ours", "60", references)):
+        (tmp_path / f"{name}-{minute}min.en").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    data = module.TaskData("de", "en", *(tmp_path,) * 5)
+    runs = {"ours": {"checkpoints": {"30": {}, "60": {}}}, "eole": {"checkpoints": {"30": {}}}}
+    compared = module.significance(data, runs, tmp_path, 40)
+    assert list(compared) == ["30"]  # eole kept nothing at 60
+    assert compared["30"]["BLEU"]["score"] == pytest.approx(100.0)
+    assert compared["30"]["BLEU"]["baseline_score"] < 60 and compared["30"]["BLEU"]["p_value"] < 0.05
+    assert set(compared["30"]) == {"BLEU", "chrF2"}
 
 
 def test_peer_nmt_measures_only_on_a_quiet_machine_and_keeps_each_runs_log(tmp_path):
