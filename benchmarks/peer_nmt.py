@@ -471,7 +471,8 @@ def main(args: argparse.Namespace) -> dict:
     data = task_data(args.work_dir, args.profile, args.task, args.split)
     out = args.run_dir
     out.mkdir(parents=True, exist_ok=True)
-    ensure_peer(args.peer_venv)
+    if "speed" in args.phases or "quality" in args.phases:  # significance alone reads kept hypotheses
+        ensure_peer(args.peer_venv)
     here = {**machine(args.threads), "cpu_variant": describe_cpu().variant}
     report: dict = {"benchmark": "peer_nmt", "machine": here, "machines": {}, "profile": args.profile,
                     "task": args.task, "devtest": args.split, "eval_sentences": args.eval_sentences,
