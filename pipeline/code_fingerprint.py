@@ -39,15 +39,15 @@ def imported_modules(module: str) -> set[str]:
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             for alias in node.names:
                 candidate = f"{base}.{alias.name}"
-                found.add(candidate if importlib.util.find_spec(base) and _is_module(candidate) else base)
+                found.add(candidate if _is_module(base) and _is_module(candidate) else base)
     return found
 
 
 def _is_module(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
+    except Exception:  # noqa: BLE001 - finding a submodule imports its package, whose import may fail here
+        return False  # (mtdata's index creates its cache folder on import): no project module is lost by it
 
 
 def module_closure(module: str, follow: Iterable[str]) -> list[str]:

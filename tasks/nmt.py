@@ -18,7 +18,7 @@ import luigi
 from pipeline.config import GruProfile, TransformerProfile
 from pipeline.io import write_json
 from pipeline.nmt.average import average_last
-from pipeline.nmt.checkpoint import load_checkpoint, save_checkpoint
+from pipeline.nmt.checkpoint import checkpoint_update, load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks
 from pipeline.nmt.launch import TrainingJob, launch, ranks_per_node, run_job, slurm_nodes
 from pipeline.nmt.models import ARCHITECTURES, limit_vocabulary, model_config
@@ -82,6 +82,8 @@ class TrainNMT(NmtModelTask):
         for recipe in ("source_word_dropout", "target_word_dropout", "decoder_layerdrop"):
             if profile.get(recipe) == 0.0:
                 profile.pop(recipe)
+        if profile["training"]["snapshot_every"] == 0:  # snapshots keep files, they do not change the model
+            profile["training"].pop("snapshot_every")
         if profile["training"]["distillation"] == "none":
             profile["training"].pop("distillation")
             profile["training"].pop("distillation_variant")
@@ -148,7 +150,7 @@ class TrainNMT(NmtModelTask):
             ckpt = load_checkpoint(path)
             save_checkpoint(out / "checkpoints" / path.name, ckpt.config, ckpt.model,
                             {"source": f"../vocab.{src}.json", "target": f"../vocab.{tgt}.json"},
-                            meta={**ckpt.meta, "update": ckpt.training["update"]})
+                            meta={**ckpt.meta, "update": checkpoint_update(path)})
         shutil.copyfile(state_dir / "metrics.csv", out / "metrics.csv")
         write_json(out / "config.json", config.to_dict())
         return {"updates": result.updates, "epochs": result.epoch, "train_seconds": round(result.elapsed, 1),

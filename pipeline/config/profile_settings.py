@@ -122,6 +122,9 @@ class NmtTrainingProfile:
     distillation: str = "none"
     distillation_variant: str = ""  # the Table 2 variant whose PBMT limits translate the training source ("": the
                                     # profile's [pbmt] limits); the PBMT's weights are the profile's MERT weights
+    # the checkpoint of every N-th update kept as well, weights only (the strength curve decodes them); 0: none.
+    # The same model either way: only which files stay.
+    snapshot_every: int = 0
 
 
 #: Sequence-level distillation: where an NMT model's training targets come from (pipeline/nmt/distillation.py).
@@ -189,6 +192,8 @@ class NmtProfile:
                 ("training.max_updates", t.max_updates > 0 or t.budget_seconds > 0,
                  "or training.budget_seconds must be positive"),
                 ("training.checkpoint_every", t.checkpoint_every > 0, "must be positive"),
+                ("training.snapshot_every", t.snapshot_every >= 0 and t.snapshot_every % t.checkpoint_every == 0,
+                 "must be 0 or a multiple of training.checkpoint_every"),
                 ("training.average_checkpoints", 1 <= t.average_checkpoints <= t.keep_checkpoints,
                  "must be between 1 and keep_checkpoints"),
                 ("training.ranks", t.ranks >= 0, "must be 0 (one per GPU) or a positive number of processes"),

@@ -57,6 +57,29 @@ def list_checkpoints(folder: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+def checkpoint_update(path: Path) -> int:
+    """The update number in a checkpoint's file name (checkpoint-<update>.pt)."""
+    match = CHECKPOINT_NAME.match(Path(path).name)
+    if match is None:
+        raise CheckpointError(f"{path}: not a checkpoint-<update>.pt file name")
+    return int(match.group(1))
+
+
+def is_snapshot(update: int, every: int) -> bool:
+    """Whether a training run keeps the checkpoint of `update` beyond its last K (every N-th update; 0: none)."""
+    return every > 0 and update > 0 and update % every == 0
+
+
+def strip_training_state(path: Path) -> Path:
+    """Rewrite a checkpoint with its weights only (the optimizer state is for resuming, a third of its size or
+    more); its update stays in meta."""
+    ckpt = load_checkpoint(path)
+    if ckpt.training is None:
+        return Path(path)
+    return save_checkpoint(path, ckpt.config, ckpt.model, ckpt.vocabularies,
+                           meta={**ckpt.meta, "update": ckpt.training["update"]})
+
+
 def save_checkpoint(path: Path, config: ModelConfig, model_state: dict[str, torch.Tensor],
                     vocabularies: dict[str, str] | None = None, training: dict[str, Any] | None = None,
                     meta: dict[str, Any] | None = None) -> Path:

@@ -36,7 +36,8 @@ from pipeline.config import NmtTrainingProfile
 from pipeline.evaluation import corpus_bleu
 from pipeline.nmt.token_batches import (BatchStream, TokenBatcher, UpdateBatches, UpdateStream, collate, length_batches,
                                    source_ids)
-from pipeline.nmt.checkpoint import checkpoint_name, list_checkpoints, load_checkpoint, save_checkpoint
+from pipeline.nmt.checkpoint import (checkpoint_name, checkpoint_update, is_snapshot, list_checkpoints, load_checkpoint,
+                                     save_checkpoint, strip_training_state)
 from pipeline.nmt.distributed import Ranks, all_sum, barrier, from_main, gather, shard
 from pipeline.nmt.greedy import translate_ids
 from pipeline.nmt.interface import NMTModel
@@ -246,7 +247,10 @@ class Trainer:
                                    self.model.state_dict(), self.vocab_paths, training=self._training_state(rank_rngs),
                                    meta={"seed": self.seed})
             for old in list_checkpoints(self.state_dir)[: -self.training.keep_checkpoints]:
-                old.unlink()
+                if is_snapshot(checkpoint_update(old), self.training.snapshot_every):
+                    strip_training_state(old)
+                else:
+                    old.unlink()
         barrier(self.ranks)  # no rank runs ahead of a checkpoint that a resume would start from
         return path
 

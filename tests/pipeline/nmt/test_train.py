@@ -65,6 +65,30 @@ def test_a_killed_run_resumes_to_the_parameters_of_an_uninterrupted_one(config, 
     assert rows("killed") == rows("straight")  # the killed run's tail (updates 6-8) was dropped
 
 
+def test_snapshots_stay_beside_the_last_checkpoints_weights_only_and_a_resume_ignores_them(vocab, tmp_path):
+    profile = training_profile(max_tokens=150, max_updates=14, checkpoint_every=2, keep_checkpoints=2,
+                               snapshot_every=4)
+    data = digit_data(120, seed=4, task="reverse")
+
+    def run(folder, hook=None):
+        return Trainer(gru_config(vocab), profile, 3, vocab, vocab, data, tmp_path / folder, device="cpu",
+                       after_update=hook).run()
+
+    straight = run("straight")
+    assert [p.name for p in straight.checkpoints] == [f"checkpoint-{u:08d}.pt" for u in (4, 8, 12, 14)]
+    snapshots = [load_checkpoint(p) for p in straight.checkpoints[:2]]
+    assert [(c.training, c.meta["update"]) for c in snapshots] == [(None, 4), (None, 8)]
+    assert load_checkpoint(straight.checkpoints[-1]).training["update"] == 14
+    with pytest.raises(Killed):
+        run("killed", kill_at(11))  # after checkpoint 10, with snapshot 8 stripped and 4 kept
+    resumed = run("killed")
+    assert resumed.resumed_from == 10 and [p.name for p in resumed.checkpoints] == \
+        [p.name for p in straight.checkpoints]
+    for a, b in zip(straight.checkpoints, resumed.checkpoints):
+        for (name, x), y in zip(load_checkpoint(a).model.items(), load_checkpoint(b).model.values()):
+            assert torch.equal(x, y), (a.name, name)
+
+
 def test_the_linear_schedule_anneals_to_zero_at_max_updates_across_a_resume(vocab, tmp_path):
     profile = training_profile(lr=0.01, lr_schedule="linear", warmup_updates=2, max_updates=6, checkpoint_every=3,
                                keep_checkpoints=2)
