@@ -33,68 +33,31 @@ from common import add_model_task_arguments, built_job, machine  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
 from pipeline.nmt.distributed import Ranks  # noqa: E402
 from pipeline.nmt.launch import TrainingJob, run_job  # noqa: E402
+from pipeline.nmt.travelling_job import STATE, pack, read_packed, runnable_job  # noqa: E402
 from pipeline.report.learning_curves import read_curve  # noqa: E402
 
-# the job's input files by (part, key); every other value of train and valid is not a path
-_TRAIN_FILES = ("source", "target", "teacher")
-_VALID_FILES = ("source", "target", "references", "truecaser")
-
-
-def pack(job: TrainingJob, vocab_dir: Path, folder: Path) -> Path:
-    """Copy the job's inputs and vocabularies into `folder` and write folder/job.json (last: a folder without it is
-    no packed job) with paths relative to it."""
-    folder.mkdir(parents=True, exist_ok=True)
-
-    def moved(path: str, name: str) -> str:
-        if not path:
-            return path
-        shutil.copyfile(path, folder / name)
-        return name
-
-    train = {key: moved(path, f"train.{key}{''.join(Path(path).suffixes)}") if key in _TRAIN_FILES else path
-             for key, path in job.train.items()}
-    valid = dict(job.valid or {})
-    for key in _VALID_FILES:
-        if valid.get(key):
-            valid[key] = moved(valid[key], f"valid.{key}{''.join(Path(valid[key]).suffixes)}")
-    if valid:
-        valid["tokenizer_cache"] = "tokenizers"
-    for name in job.vocabularies.values():
-        shutil.copyfile(vocab_dir / name, folder / name)
-    packed = dataclasses.replace(job, train=train, valid=valid, state_dir="state")
-    return packed.save(folder / "job.json")
-
-
 def load(folder: Path) -> TrainingJob:
-    """folder/job.json as packed (SystemExit naming the file when there is none)."""
+    """folder/job.json as packed, its inputs checked against the manifest (SystemExit naming the file when there is
+    no packed job)."""
     if not (folder / "job.json").is_file():
         raise SystemExit(f"{folder / 'job.json'}: no packed job there (`job_curve.py pack` makes one)")
-    return TrainingJob.load(folder / "job.json")
+    job, _ = read_packed(folder)
+    return TrainingJob(**job)
 
 
-def unpack(folder: Path, state_name: str = "state") -> TrainingJob:
+def unpack(folder: Path, state_name: str = STATE) -> TrainingJob:
     """folder/job.json with its paths made absolute, training in folder/<state_name> (its vocabularies put there)."""
-    job = dataclasses.replace(load(folder), state_dir=state_name)
-    state = folder.resolve() / job.state_dir
-    state.mkdir(parents=True, exist_ok=True)
-    for name in job.vocabularies.values():
-        if not (state / name).is_file():
-            shutil.copyfile(folder / name, state / name)
-
-    def absolute(value: Any, key: str, files: tuple[str, ...]) -> Any:
-        return str(folder.resolve() / value) if key in files and value else value
-
-    valid = {k: absolute(v, k, (*_VALID_FILES, "tokenizer_cache")) for k, v in (job.valid or {}).items()}
-    return dataclasses.replace(job, state_dir=str(state), valid=valid or None,
-                               train={k: absolute(v, k, _TRAIN_FILES) for k, v in job.train.items()})
+    return runnable_job(folder, dataclasses.asdict(load(folder)), threads=1, state=state_name)
 
 
 def _pack_command(args: argparse.Namespace) -> int:
     vocab_dir = args.folder / "vocab-build"
     task, job = built_job(args, 1, vocab_dir)
-    path = pack(job, vocab_dir, args.folder)
+    packed = pack(job, vocab_dir, args.folder, {"task": args.task, "profile": args.profile,
+                                                "architecture": args.architecture, "seed": args.seed,
+                                                "artifact": task.artifact_dir().name})
     shutil.rmtree(vocab_dir)
-    print(f"{task.label()} of {args.profile}/{args.task} packed in {path}")
+    print(f"{task.label()} of {args.profile}/{args.task} packed in {packed.folder}")
     return 0
 
 

@@ -46,6 +46,15 @@ def shard_bounds(total: int, shard: int, shards: int) -> tuple[int, int]:
     return total * shard // shards, total * (shard + 1) // shards
 
 
+class AtSnapshot:
+    """A stage about an NMT system at a snapshot of its models' training (the checkpoint of update `snapshot`, kept
+    by training.snapshot_every) instead of the final, averaged models: the strength curve (tasks/strength.py)
+    decodes and tunes each snapshot as Table 1 does the final model. 0, the default, is the final model."""
+
+    snapshot = luigi.IntParameter(default=0, description="the models at this update of their training (a kept "
+                                  "snapshot) instead of the final averaged ones; 0: the final models")
+
+
 class PipelineTask(luigi.Task):
     """A stage of one translation task under one profile. Subclasses set `stage` and write `build()`."""
 
@@ -135,6 +144,8 @@ class PipelineTask(luigi.Task):
             "task": self.task_name,
             "profile": self.profile,
             **self.params(),
+            # a stage about the models at a snapshot of their training (AtSnapshot); 0 leaves the hash
+            **({"snapshot": self.snapshot} if getattr(self, "snapshot", 0) else {}),
             "inputs": sorted(str(t.artifact_dir().relative_to(Path(t.work_dir))) for t in self.inputs()),
         }
 

@@ -10,6 +10,7 @@
     cores = 4                # per node
     memory_mb = 8000         # per node
     gpus = 1                 # per node
+    gres = gpu:a100:1        # per node, as the site names it: --gres in place of --gpus
     nodes = 1                # NMT training only: nodes > 1 trains data-parallel across the job's nodes
     time_minutes = 600
 
@@ -52,7 +53,8 @@ class BatchStage(Protocol):
     def merge_shards(self, parts: list[Path], out: Path) -> dict[str, Any]: ...
 
 SCHEDULERS = ("local", "slurm")
-REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus", "nodes")
+REQUEST_KEYS = ("cores", "memory_mb", "time_minutes", "partition", "gpus", "nodes", "gres")
+TEXT_KEYS = ("partition", "gres")
 MULTI_NODE_STAGES = ("nmt",)  # stages that can use several nodes of one job (TrainNMT, through torchrun)
 
 
@@ -76,7 +78,7 @@ def job_request(task: BatchStage) -> slurm.JobRequest:
     config = luigi.configuration.get_config()
     needs = task.needs()
     values: dict[str, object] = {"cores": needs["cpu"], "memory_mb": needs["memory_mb"], "gpus": needs.get("gpu", 0),
-                                 "time_minutes": 0, "partition": "", "nodes": 1}
+                                 "time_minutes": 0, "partition": "", "nodes": 1, "gres": ""}
     for section in ("cluster", f"cluster.{task.stage}"):
         if not config.has_section(section):
             continue
@@ -84,7 +86,7 @@ def job_request(task: BatchStage) -> slurm.JobRequest:
             if config.has_option(section, key):
                 raw = config.get(section, key).strip()
                 try:
-                    values[key] = raw if key == "partition" else int(raw)
+                    values[key] = raw if key in TEXT_KEYS else int(raw)
                 except ValueError:
                     raise ConfigError(f"luigi.cfg [{section}] {key} = {raw!r}: not a whole number") from None
     if values["nodes"] != 1 and (task.stage not in MULTI_NODE_STAGES or int(values["nodes"]) < 1):  # type: ignore

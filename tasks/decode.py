@@ -28,7 +28,7 @@ from pipeline.nmt.speedups import CpuSpeedups
 from pipeline.nmt.system import system_members
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
-from tasks.base import PipelineTask, shard_bounds
+from tasks.base import AtSnapshot, PipelineTask, shard_bounds
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.nmt import ShrinkEnsemble
 from tasks.variants import VariantTask
@@ -36,7 +36,7 @@ from tasks.variants import VariantTask
 _LOG = logging.getLogger(__name__)
 
 
-class DecodeNMT(VariantTask):
+class DecodeNMT(AtSnapshot, VariantTask):
     """An NMT system's translation of a split: translation.<target> (detokenized, one line per source line; an
     empty source line gives an empty line) and bpe.<target> (the output subwords)."""
 

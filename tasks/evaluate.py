@@ -10,7 +10,7 @@ from pipeline.evaluation import corpus_bleu
 from pipeline.evaluation.significance import chrf2, paired_bootstrap
 from pipeline.io import read_lines, write_json, write_lines
 from pipeline.text import TextProcessor, get_tokenizer
-from tasks.base import PipelineTask
+from tasks.base import AtSnapshot, PipelineTask
 from tasks.data import ApplyBPE, SplitTask, TokenizeSplit, TrainTruecaser, load_truecaser, token_lines
 from tasks.systems import comparisons, translation_task
 from tasks.variants import VariantTask
@@ -50,7 +50,7 @@ class RoundTripBLEU(SplitTask):
         return {"bleu": bleu.to_dict(), "lines": len(references), "differing_lines": differing}
 
 
-class EvaluateSystem(VariantTask):
+class EvaluateSystem(AtSnapshot, VariantTask):
     """Cased BLEU of one system's translation of a split against the raw reference."""
 
     stage = "bleu"

@@ -19,7 +19,7 @@ from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.translate import translate_lines
 from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import read_json, write_json
-from tasks.base import PipelineTask
+from tasks.base import AtSnapshot, PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser
 from tasks.pretrained import PRETRAINED, nmt_system
 from tasks.tuning import tuning_inputs, window_params, window_record
@@ -28,7 +28,7 @@ from tasks.tuning import tuning_inputs, window_params, window_record
 LENGTH_FILE = "length_penalty.json"
 
 
-class TuneLengthPenalty(PipelineTask):
+class TuneLengthPenalty(AtSnapshot, PipelineTask):
     """length_penalty.json: the alpha of `[decode] grid_length_penalty` whose decoding of the tuning window scores
     the highest BLEU, and each alpha's BLEU."""
 

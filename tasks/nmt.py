@@ -17,8 +17,9 @@ import luigi
 
 from pipeline.config import GruProfile, TransformerProfile
 from pipeline.io import write_json
-from pipeline.nmt.average import average_last
-from pipeline.nmt.checkpoint import checkpoint_update, load_checkpoint, save_checkpoint
+from pipeline.errors import PipelineError
+from pipeline.nmt.average import average_checkpoints, average_last
+from pipeline.nmt.checkpoint import checkpoint_name, checkpoint_update, load_checkpoint, save_checkpoint
 from pipeline.nmt.distributed import Ranks
 from pipeline.nmt.launch import TrainingJob, launch, ranks_per_node, run_job, slurm_nodes
 from pipeline.nmt.models import ARCHITECTURES, limit_vocabulary, model_config
@@ -26,9 +27,10 @@ from pipeline.nmt.precision import training_precision
 from pipeline.nmt.shrink import shrink
 from pipeline.nmt.system import load_system, system_members, write_system
 from pipeline.nmt.train import TrainingResult, default_device
+from pipeline.nmt.travelling_job import PackedJob, adopt, pack
 from pipeline.nmt.unfold import unfold
 from pipeline.vocab import Vocabulary
-from tasks.base import PipelineTask
+from tasks.base import AtSnapshot, PipelineTask
 from tasks.data import ApplyBPE, BuildVocab, TokenizeSplit, TrainTruecaser
 from tasks.distill import DistillPBMT, teacher_targets
 
@@ -52,6 +54,10 @@ class TrainNMT(NmtModelTask):
     """One trained model: checkpoints/checkpoint-<update>.pt (the last K), vocab.<lang>.json, metrics.csv."""
 
     stage = "nmt"
+    jobs_dir = luigi.Parameter(default="", significant=False, description=(
+        "a folder of travelling training jobs ([TrainNMT] jobs_dir, or reproduce-table --train-jobs): the model is "
+        "packed there as a job, trained elsewhere (`lmbr train-jobs train`), and adopted from its checked result "
+        "instead of trained in place"))
     # 2: fused Adam, one log-softmax for the loss, the GRU's position-independent products outside the recurrence,
     # the Transformer's fused projections and its attention and activation dropout settings (0 by default)
     version = 2
@@ -136,7 +142,27 @@ class TrainNMT(NmtModelTask):
             result = run_job(self._job(config, max(1, self.processes)), Ranks())
         return result, {**how, "train_pairs": result.train_pairs}
 
+    def job_folder(self) -> Path:
+        """The folder of this model's travelling job: <jobs_dir>/<task>-<artifact name>."""
+        return Path(self.jobs_dir).resolve() / f"{self.task_name}-{self.artifact_dir().name}"
+
+    def pack_job(self) -> PackedJob:
+        """This model's training job packed into job_folder() (kept as it is when it holds the same job)."""
+        state_dir = self.state_dir()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        vocabs = self._vocabularies(state_dir)
+        config = model_config(self.architecture, self.arch_profile(), vocabs[self.config.source],
+                              vocabs[self.config.target])
+        identity = {"task": self.task_name, "profile": self.profile, "architecture": self.architecture,
+                    "seed": self.seed, "artifact": self.artifact_dir().name}
+        return pack(self._job(config, max(1, self.processes)), state_dir, self.job_folder(), identity)
+
     def build(self, out: Path) -> dict[str, Any]:
+        if self.jobs_dir:  # trained elsewhere: adopted only from exactly this job
+            packed = self.pack_job()
+            return {**adopt(packed.folder, packed.digest, out),
+                    "vocab_sizes": {lang: len(Vocabulary.load(out / f"vocab.{lang}.json"))
+                                    for lang in (self.config.source, self.config.target)}}
         src, tgt = self.config.source, self.config.target
         state_dir = self.state_dir()
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -166,8 +192,9 @@ class TrainNMT(NmtModelTask):
         shutil.rmtree(self.state_dir(), ignore_errors=True)
 
 
-class AverageCheckpoints(NmtModelTask):
-    """model.pt: the average of the model's last K checkpoints (K = nmt.<arch>.training.average_checkpoints)."""
+class AverageCheckpoints(AtSnapshot, NmtModelTask):
+    """model.pt: the average of the model's last K checkpoints (K = nmt.<arch>.training.average_checkpoints); at a
+    snapshot, the snapshot's checkpoint alone."""
 
     stage = "nmt-average"
 
@@ -183,12 +210,21 @@ class AverageCheckpoints(NmtModelTask):
         src, tgt = self.config.source, self.config.target
         for lang in (src, tgt):
             shutil.copyfile(trained / f"vocab.{lang}.json", out / f"vocab.{lang}.json")
+        vocabularies = {"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"}
+        if self.snapshot:
+            kept = trained / "checkpoints" / checkpoint_name(self.snapshot)
+            if not kept.is_file():
+                raise PipelineError(f"{kept}: no checkpoint of update {self.snapshot} kept (the model's "
+                                    f"training.snapshot_every is "
+                                    f"{self.arch_profile().training.snapshot_every}; 0 keeps none)")
+            average_checkpoints([kept], out / "model.pt", vocabularies)
+            return {"averaged": [kept.name]}
         averaged = average_last(trained / "checkpoints", self.arch_profile().training.average_checkpoints,
-                                out / "model.pt", {"source": f"vocab.{src}.json", "target": f"vocab.{tgt}.json"})
+                                out / "model.pt", vocabularies)
         return {"averaged": [p.name for p in averaged]}
 
 
-class NMTSystem(PipelineTask):
+class NMTSystem(AtSnapshot, PipelineTask):
     """system.json: the members of FNMT (one GRU per seed) or TNMT (one averaged Transformer per seed)."""
 
     stage = "nmt-system"

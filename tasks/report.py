@@ -16,6 +16,7 @@ from tasks.evaluate import CompareSystems, EvaluateSystem, RoundTripBLEU
 from tasks.lm import TrainLM
 from tasks.nmt import NMT_SYSTEMS, TrainNMT
 from tasks.speed import MeasureDecodingSpeed
+from tasks.strength import STRENGTH_FILE, StrengthCurve
 from tasks.systems import NMT_MODELS_OF, VARIANT_SYSTEMS, comparisons
 
 EVAL_SET_ALIASES = ("devtest", "test", "tune")
@@ -38,6 +39,8 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
     eval_set = luigi.Parameter(default="devtest", description="devtest, test, tune or a split name")
     systems = luigi.ListParameter(default=(), description="systems to evaluate (PBMT, FNMT, ...)")
     variants = luigi.ListParameter(default=(), description="Table 2: the NMT systems also decoded as these variants")
+    strength_curve = luigi.BoolParameter(default=False, description="also LMBR's gain against the NMT's strength, "
+                                         "from the Transformer's training snapshots (tasks/strength.py)")
 
     def eval_split(self) -> str:
         return resolve_eval_split(self.config, self.eval_set)
@@ -57,6 +60,7 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
             **{f"speed:{m}": self.clone(MeasureDecodingSpeed, models=m, split=split) for m in self.speed_models()},
             **({"significance": self.clone(CompareSystems, split=split, systems=tuple(self.systems))}
                if comparisons(list(self.systems)) else {}),
+            **({"strength": self.clone(StrengthCurve, split=split)} if self.strength_curve else {}),
         }
 
     def significance(self) -> list[dict[str, Any]]:
@@ -65,6 +69,13 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
         if task is None:
             return []
         return [{"task": self.task_name, **r} for r in read_json(task.artifact_dir() / "significance.json")]
+
+    def strength_rows(self) -> list[dict[str, Any]]:
+        """The strength curve's rows (task added), when it was asked for."""
+        task = self.requires().get("strength")
+        if task is None:
+            return []
+        return [{"task": self.task_name, **row} for row in read_json(task.artifact_dir() / STRENGTH_FILE)["rows"]]
 
     def speed_models(self) -> list[str]:
         """Figures 2-3 go with Table 2: the NMT model families among the chosen systems of a Table 2 task."""

@@ -26,6 +26,7 @@ from pipeline.report.learning_curves import write_learning_curves
 from pipeline.report.merge import INPUTS_FILE, ReportInputs, check_mergeable, load_inputs, merge, save_inputs
 from pipeline.report.provenance import build_span_seconds, footer, run_provenance
 from pipeline.report.stage_times import task_times, write_stage_times
+from pipeline.report.strength import write_strength_curve
 from pipeline.report.tables import write_report
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
@@ -33,6 +34,8 @@ from tasks.pretrained import PretrainedModel
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
 from tasks.worker_priority import prioritise, task_graph
 from tasks.systems import ALL_SYSTEMS, PRETRAINED_SYSTEMS, SYSTEM_NOTES, TABLE_SYSTEMS, VARIANT_SYSTEMS
+from tasks.strength import snapshot_points
+from tasks.training_jobs import PackTrainingJob, models_to_train, waiting_jobs, waiting_message
 log = logging.getLogger("reproduce-table")
 
 
@@ -61,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>, or "
                                  "results/<profile>-<eval-set> for an evaluation set other than devtest); a run of "
                                  "some tasks or systems merges its cells into the tables already there")
+    p.add_argument("--strength-curve", action="store_true",
+                   help="also LMBR's gain against the NMT's strength: TNMT, LTNMT and TNMT-lat decoded and tuned from "
+                   "each kept snapshot of the Transformer's training (training.snapshot_every), written to "
+                   "strength_curve.{md,csv,png}")
+    p.add_argument("--train-jobs", metavar="DIR",
+                   help="train the NMT models elsewhere: pack each model's training job into DIR and stop at the "
+                   "training stage, saying which jobs to run where (`lmbr train-jobs train DIR/JOB`, a GPU where "
+                   "there is one); run again once they are trained to adopt their results and finish the tables")
     p.add_argument("--workers", type=int, default=1, help="Luigi workers: tasks run in parallel")
     p.add_argument("--processes", type=int,
                    help="processes or threads one task may use (default: luigi.cfg [lmbr] processes with one "
@@ -78,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "into --out, its cells replacing the same cells, and write the tables")
     p.add_argument("--verbose", action="store_true", help="show Luigi's own log lines")
     return p
+
+
+WAITING_FOR_TRAINING = 3  # the exit status of a run stopped at the training stage (--train-jobs)
 
 
 def default_out(profile: str, eval_set: str) -> str:
@@ -199,6 +213,7 @@ def write_tables(out: Path, inputs: ReportInputs, workers: int) -> list[Path]:
     paths = write_report(out, inputs.records, inputs.tasks, inputs.systems, inputs.data_rows, inputs.profile,
                          inputs.eval_set, inputs.figures, inputs.significance, notes)
     paths += write_learning_curves(out, inputs.curves, inputs.profile, inputs.guard_stops)
+    paths += write_strength_curve(out, inputs.strength, inputs.profile, inputs.eval_set)
     paths += write_stage_times(out, inputs.stage_times, inputs.tasks,
                                f"Build time of every stage per task, profile {inputs.profile}", workers)
     produced_by = footer(inputs.provenance, inputs.tasks)
@@ -233,6 +248,35 @@ def rewrite_report(out: Path, other: Path | None = None) -> int:
     return 0
 
 
+def check_strength_curve(reports: list[TaskReport]) -> None:
+    """--strength-curve: refused before the build for a task whose Transformer keeps no snapshots."""
+    bare = [r.task_name for r in reports if not snapshot_points(r)]
+    if bare:
+        raise PipelineError(f"--strength-curve: the Transformer of {', '.join(bare)} keeps no snapshots below its "
+                            f"last update under profile {reports[0].profile} (set [nmt.transformer.training] "
+                            "snapshot_every, a multiple of checkpoint_every, with max_updates)")
+
+
+def stop_for_training_jobs(reports: list[luigi.Task], jobs_dir: Path, args: argparse.Namespace,
+                           scheduler: dict) -> bool:
+    """--train-jobs: pack the training job of every model not built yet (building the jobs' inputs first); True,
+    after saying which jobs to run where, while any of them has no result to adopt."""
+    models = models_to_train(reports)
+    if not models:
+        return False
+    packs = [model.clone(PackTrainingJob) for model in models]
+    luigi.build(packs, workers=args.workers, detailed_summary=True,
+                log_level="INFO" if args.verbose else "WARNING", **scheduler)
+    unpacked = [p for p in packs if not p.complete()]
+    if unpacked:
+        raise PipelineError(f"the training jobs of {', '.join(p.model().label() for p in unpacked)} could not be "
+                            "packed: their inputs did not build (see the log above); rerun to resume")
+    waiting = waiting_jobs(models)
+    if waiting:
+        print(waiting_message(waiting, jobs_dir), file=sys.stderr)
+    return bool(waiting)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.report_only or args.merge_report:
         profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
@@ -259,7 +303,10 @@ def run(args: argparse.Namespace) -> int:
     variants = tuple(configs.load_profile(profile, config_dir).variants)
     table2 = _choose(args.table2_tasks, known, tuple(tasks), "Table 2 task(s)")
     reports = [TaskReport(task_name=t, eval_set=args.eval_set, systems=tuple(per_task[t]),
-                          variants=variants if t in table2 else (), **shared) for t in tasks]
+                          variants=variants if t in table2 else (), strength_curve=args.strength_curve, **shared)
+               for t in tasks]
+    if args.strength_curve:
+        check_strength_curve(reports)
     for report in reports:  # a model that is not there: refused now, naming it and where it is named
         if any(s in PRETRAINED_SYSTEMS for s in report.systems):
             report.clone(PretrainedModel).folder()
@@ -273,6 +320,10 @@ def run(args: argparse.Namespace) -> int:
         share_the_scheduler()
     scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}
                  if args.scheduler_host else {"local_scheduler": True})
+    if args.train_jobs:
+        luigi.configuration.get_config().set("TrainNMT", "jobs_dir", str(Path(args.train_jobs).resolve()))
+        if stop_for_training_jobs(reports, Path(args.train_jobs).resolve(), args, scheduler):
+            return WAITING_FOR_TRAINING
     result = luigi.build(reports, workers=args.workers, detailed_summary=True,
                          log_level="INFO" if args.verbose else "WARNING", **scheduler)
     # with a shared luigid, tasks that other workers ran count as "not run" here: the artifacts decide
@@ -308,7 +359,8 @@ def run(args: argparse.Namespace) -> int:
         significance=[record for report in reports for record in report.significance()],
         figures=[figure for report in reports for figure in report.speed_figures()],
         curves={label: curve for report in reports for label, curve in report.learning_curves().items()},
-        guard_stops=guard_stops, graph=graph, provenance=provenance, stage_times=task_times(graph, tasks))
+        guard_stops=guard_stops, graph=graph, provenance=provenance, stage_times=task_times(graph, tasks),
+        strength=[row for report in reports for row in report.strength_rows()])
     merged = merge(previous, this_run, system_order=TABLE_SYSTEMS)
     if previous is not None and not previous.profile:
         print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "

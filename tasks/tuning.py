@@ -41,7 +41,7 @@ from pipeline.evaluation.bleu import corpus_bleu
 from pipeline.io import gzip_writer, read_json, read_lines, write_json
 from pipeline.nmt.train import default_device
 from pipeline.text import TextProcessor, get_tokenizer
-from tasks.base import PipelineTask
+from tasks.base import AtSnapshot, PipelineTask
 from tasks.data import ApplyBPE, TokenizeSplit, TrainTruecaser, load_truecaser
 from tasks.lmatrix import lmatrix_for, restorer_inputs, word_restorer
 from tasks.pretrained import PRETRAINED, acceptor_stage, lmatrix_stage, model_dir, nmt_system
@@ -59,7 +59,7 @@ RESCORING_FILE = "rescoring.json"
 RESCORING_OUTPUTS_FILE = "outputs.json.gz"
 
 
-class TuneLMBR(PipelineTask):
+class TuneLMBR(AtSnapshot, PipelineTask):
     """lmbr.json: the chosen {nmt_lambda, p, r, alpha}, its theta, and the BLEU of every grid point on the tuning
     set. Each alpha of the grid needs the tuning sentences' posteriors under it (one BuildLMatrix per alpha)."""
 
@@ -348,7 +348,7 @@ def window_lines(task: PipelineTask, *paths: Path, window: range | None = None) 
     return found
 
 
-class TuneRescoring(PipelineTask):
+class TuneRescoring(AtSnapshot, PipelineTask):
     """rescoring.json: the chosen {nmt_lambda, p, r, alpha, gains, lattice_weight} of lattice rescoring (a -lat
     system) and the BLEU of every grid point on the tuning set: mu over [lmbr] grid_lattice_weight, with TuneLMBR's
     lambda, p, r, alpha and gain form when L is added, and lambda 1 without. Its window: the tuning split's first

@@ -18,6 +18,8 @@ SAME_THING = {
     "lmatrix": "the L matrix: computed (lattices/lmatrix.py) and built per split with its posteriors (tasks/)",
     "mbr": "lattice MBR: the decision rule (lattices/mbr.py) and its Luigi tasks (tasks/mbr.py)",
     "nmt": "the NMT models: the library (pipeline/nmt/) and its Luigi tasks (tasks/nmt.py)",
+    "strength": "LMBR's gain against the NMT's strength: the snapshots' decodings and gains (tasks/strength.py) "
+                "and their table and figure (pipeline/report/strength.py)",
     "pretrained": "a pretrained transformers model as the NMT: loaded and driven (pipeline/nmt/pretrained.py) and "
                   "its Luigi stages, the rows PNMT to LPNMT-lat (tasks/pretrained.py)",
     "report": "the report: its tables (pipeline/report/) and what each task gives it (tasks/report.py)",

@@ -6,11 +6,11 @@ import logging
 import sys
 
 from pipeline.cli import (bleu_command, config_command, data_command, export_command, pbmt_command, posteriors_command,
-                          serve_command, text_commands, translate_command)
+                          serve_command, text_commands, train_jobs_command, translate_command)
 from pipeline.errors import PipelineError
 
 SUBCOMMANDS = (bleu_command, config_command, data_command, export_command, pbmt_command, posteriors_command,
-               serve_command, text_commands, translate_command)
+               serve_command, text_commands, train_jobs_command, translate_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,6 +36,7 @@ class JobRequest:
     partition: str = ""
     gpus: int = 0  # per node
     nodes: int = 1  # more than one: a data-parallel NMT training job (pipeline/nmt/launch.py), one task a node
+    gres: str = ""  # generic resources as the site names them (gpu:1, gpu:a100:2), per node; in place of gpus
 
     def sbatch_options(self) -> list[str]:
         """Cores, memory and GPUs are per node: the job's script runs on its first node and, for a job of several
@@ -49,7 +50,9 @@ class JobRequest:
             options.append(f"--time={self.time_minutes}")
         if self.partition:
             options.append(f"--partition={self.partition}")
-        if self.gpus:
+        if self.gres:
+            options.append(f"--gres={self.gres}")
+        elif self.gpus:
             options.append(f"--gpus={self.gpus}" if self.nodes <= 1 else f"--gpus-per-node={self.gpus}")
         return options
 

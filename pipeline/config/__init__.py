@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from pipeline.config.profile_settings import (DISTILLATIONS, GAIN_FORMS, PRECISIONS, TRAIN_SOURCES, BpeProfile,
                                               DataProfile, DecodeProfile, GruProfile, LmbrProfile, LmProfile,
@@ -57,14 +58,35 @@ def load_task(name: str, config_dir: Path = CONFIG_DIR) -> TaskConfig:
 
 
 def load_profile(name: str, config_dir: Path = CONFIG_DIR) -> Profile:
-    """Load and validate configs/profiles/<name>.toml."""
+    """Load and validate configs/profiles/<name>.toml (over the profile it names in `based_on`, if any)."""
     path = _config_path("profiles", name, config_dir)
-    profile = dataclasses.replace(build_dataclass(Profile, read_toml(path), path, ""), path=path)
+    profile = dataclasses.replace(build_dataclass(Profile, profile_values(name, config_dir), path, ""), path=path)
     if profile.name != name:
         raise ConfigError(f"{path}: key 'name' is {profile.name!r} but the file is named {name!r}")
     for key, problem in profile.problems():
         raise ConfigError(f"{path}: key '{key}' {problem}")
     return profile
+
+
+def profile_values(name: str, config_dir: Path = CONFIG_DIR, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The TOML values of a profile: with `based_on = "other"`, the other profile's values with this file's tables
+    merged over them key by key (a value that is not a table replaces the other's)."""
+    path = _config_path("profiles", name, config_dir)
+    values = read_toml(path)
+    base = values.pop("based_on", None)
+    if base is None:
+        return values
+    if not isinstance(base, str) or base in (*seen, name):
+        raise ConfigError(f"{path}: key 'based_on' must name another profile, without a cycle ({base!r})")
+    return _merged(profile_values(base, config_dir, (*seen, name)), values)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        merged[key] = _merged(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
+            else value
+    return merged
 
 
 def _config_path(kind: str, name: str, config_dir: Path) -> Path:

@@ -16,7 +16,7 @@ from sacrebleu.metrics import BLEU
 from pipeline.evaluation.bleu import bleu_tokenizer
 
 
-def _metric(target_lang: str) -> BLEU:
+def bleu_metric(target_lang: str) -> BLEU:
     """The cased corpus BLEU of pipeline/evaluation/bleu.py for the target language."""
     return BLEU(tokenize=bleu_tokenizer(target_lang), lowercase=False)
 
@@ -25,14 +25,14 @@ def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str], ta
     """sacrebleu's BLEU statistics of each sentence: [sentences, 2 + 2 * 4] (lengths, then matches and totals)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    return np.asarray(_metric(target_lang)._extract_corpus_statistics(list(hypotheses), [list(references)]),
+    return np.asarray(bleu_metric(target_lang)._extract_corpus_statistics(list(hypotheses), [list(references)]),
                       dtype=np.int64)
 
 
 def bleu_of_statistics(statistics: np.ndarray, target_lang: str | BLEU) -> float:
     """The corpus BLEU of summed statistics ([2 + 2 * 4]), as sacrebleu computes it (the language's metric, or the
     metric itself when it is at hand)."""
-    metric = target_lang if isinstance(target_lang, BLEU) else _metric(target_lang)
+    metric = target_lang if isinstance(target_lang, BLEU) else bleu_metric(target_lang)
     return float(metric._compute_score_from_stats(statistics.tolist()).score)
 
 
@@ -47,7 +47,7 @@ def choice_shares(outputs: Sequence[Sequence[str]], references: Sequence[str], t
     if not outputs:
         raise ValueError("no grid points")
     statistics = np.stack([sentence_statistics(texts, references, target_lang) for texts in outputs])
-    metric = _metric(target_lang)  # one for every resample
+    metric = bleu_metric(target_lang)  # one for every resample
     chosen_as_is = _best([bleu_of_statistics(s.sum(axis=0), metric) for s in statistics])
     rng = np.random.default_rng(seed)
     counts = np.zeros(len(outputs), dtype=np.int64)

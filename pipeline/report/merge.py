@@ -7,8 +7,8 @@ wall-clock guard's stops, the artifact graph, and each task's provenance and sta
 each with its signature, are results.json. A later run into the same folder merges its inputs into those:
 
 - a score (a cell of Table 1, Table 2, the chrF table and Figure 1) by task, system and variant;
-- a data row, a provenance (pipeline/report/provenance.py) and the stage times (pipeline/report/stage_times.py) by
-  task, a learning curve by model, a guard stop by model, a figure by file name, an artifact of the graph by folder;
+- a data row, a provenance (pipeline/report/provenance.py), the stage times (pipeline/report/stage_times.py) and
+  the strength curve's rows (pipeline/report/strength.py) by task, a learning curve by model, a guard stop by model, a figure by file name, an artifact of the graph by folder;
 - a significance row by (task, system, baseline, metric); an earlier row whose system or baseline was scored again
   and not compared again is dropped, since one of its two scores has changed.
 
@@ -53,6 +53,7 @@ class ReportInputs:
     graph: dict[Path, list[Path]] = field(default_factory=dict)  # artifact folder: the folders it is built from
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)  # by task (pipeline/report/provenance.py)
     stage_times: dict[str, TaskTimes] = field(default_factory=dict)  # by task (pipeline/report/stage_times.py)
+    strength: list[dict[str, Any]] = field(default_factory=list)  # strength-curve rows (pipeline/report/strength.py)
 
 
 def save_inputs(out: Path, inputs: ReportInputs) -> Path:
@@ -62,7 +63,7 @@ def save_inputs(out: Path, inputs: ReportInputs) -> Path:
         "data_rows": inputs.data_rows, "significance": inputs.significance,
         "figures": [name for name, _ in inputs.figures], "curves": inputs.curves, "guard_stops": inputs.guard_stops,
         "graph": {str(folder): [str(p) for p in inputs] for folder, inputs in inputs.graph.items()},
-        "provenance": inputs.provenance, "stage_times": inputs.stage_times})
+        "provenance": inputs.provenance, "stage_times": inputs.stage_times, "strength": inputs.strength})
     return out / INPUTS_FILE
 
 
@@ -88,7 +89,8 @@ def load_inputs(out: Path) -> ReportInputs | None:
         figures=[(name, out / name) for name in saved["figures"] if (out / name).exists()], curves=saved["curves"],
         guard_stops=saved["guard_stops"],
         graph=graph, provenance=saved.get("provenance", {}),
-        stage_times=saved["stage_times"] if "stage_times" in saved else task_times(graph, saved["tasks"]))
+        stage_times=saved["stage_times"] if "stage_times" in saved else task_times(graph, saved["tasks"]),
+        strength=saved.get("strength", []))
 
 
 def check_mergeable(previous: ReportInputs | None, profile: str, eval_set: str, out: Path) -> None:
@@ -150,4 +152,6 @@ def merge(old: ReportInputs | None, new: ReportInputs, task_order: Sequence[str]
         data_rows=sorted(data_rows.values(), key=lambda row: by_task(row["task"])), significance=significance,
         figures=list(figures.items()), curves=dict(sorted(curves.items(), key=lambda kv: by_task(kv[0].split()[0]))),
         guard_stops=guard_stops, graph={**old.graph, **new.graph}, provenance={**old.provenance, **new.provenance},
-        stage_times={**old.stage_times, **new.stage_times})
+        stage_times={**old.stage_times, **new.stage_times},
+        strength=sorted([r for r in old.strength if r["task"] not in {n["task"] for n in new.strength}]
+                        + list(new.strength), key=lambda r: (by_task(r["task"]), r["updates"])))

@@ -29,7 +29,7 @@ def edit_config(tmp_path: Path, relative: str, old: str, new: str) -> Path:
 
 def test_all_five_tasks_and_five_profiles_load():
     assert config.available("tasks") == PAPER_TASKS
-    assert config.available("profiles") == ["medium", "paper", "paper-rehearsal", "tiny"]
+    assert config.available("profiles") == ["medium", "medium-gpu", "paper", "paper-rehearsal", "tiny"]
     directions = {(t.source, t.target) for t in map(config.load_task, PAPER_TASKS)}
     assert directions == {("de", "en"), ("en", "de"), ("zh", "en"), ("en", "ja"), ("ja", "en")}
     ger_eng = config.load_task("ger-eng")
@@ -65,6 +65,20 @@ def test_the_paper_rehearsal_changes_sizes_only():
     assert rehearsal["decode.beam"] == 12 and rehearsal["nmt.gru.training.seeds"] == (1, 2, 3)
     assert rehearsal["nmt.transformer.training.average_checkpoints"] == 20
     assert rehearsal["nmt.gru.training.ranks"] == rehearsal["nmt.transformer.training.ranks"] == 2
+
+
+def test_medium_gpu_is_medium_but_for_its_nmt_recipes():
+    medium, gpu = _flat(config.load_profile("medium")), _flat(config.load_profile("medium-gpu"))
+    changed = {key for key in medium if medium[key] != gpu[key]}
+    assert all(key.startswith("nmt.") or key in ("name", "description") for key in changed), changed
+    assert (gpu["nmt.transformer.training.max_tokens"], gpu["nmt.transformer.dropout"]) == (8000, 0.3)
+    assert gpu["nmt.gru.training.seeds"] == (1, 2, 3) and gpu["nmt.gru.embed_size"] == medium["nmt.gru.embed_size"]
+
+
+def test_a_profile_based_on_itself_is_refused(tmp_path):
+    folder = edit_config(tmp_path, "profiles/medium-gpu.toml", 'based_on = "medium"', 'based_on = "medium-gpu"')
+    with pytest.raises(ConfigError, match=r"medium-gpu.toml: key 'based_on' must name another profile"):
+        config.load_profile("medium-gpu", folder)
 
 
 def test_unknown_key_names_file_and_key(tmp_path):

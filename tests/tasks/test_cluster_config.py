@@ -45,6 +45,17 @@ def test_requests_come_from_the_task_then_cluster_then_the_stage(cluster_config)
     assert shards(DecodePBMT(split="dev", **PARAMS)) == 3 and shards(lm) == 1
 
 
+def test_nmt_training_goes_to_a_gpu_partition_with_gres_while_the_rest_stays_on_cpu_nodes(cluster_config):
+    cluster_config.set("cluster", "scheduler", "slurm")
+    cluster_config.set("cluster", "partition", "cpu")
+    cluster_config.set("cluster.nmt", "partition", "gpu")
+    cluster_config.set("cluster.nmt", "gres", "gpu:a100:1")
+    nmt = job_request(TrainNMT(architecture="transformer", seed=1, **PARAMS)).sbatch_options()
+    lm = job_request(TrainLM(**PARAMS)).sbatch_options()
+    assert "--partition=gpu" in nmt and "--gres=gpu:a100:1" in nmt and not any("--gpus" in o for o in nmt)
+    assert "--partition=cpu" in lm and not any(o.startswith(("--gres", "--gpus")) for o in lm)
+
+
 def test_nmt_training_may_ask_for_several_nodes_and_no_other_stage(cluster_config):
     cluster_config.set("cluster", "scheduler", "slurm")
     cluster_config.set("cluster.nmt", "nodes", "2")
