@@ -12,6 +12,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import luigi
 import luigi.configuration
@@ -28,12 +29,14 @@ from pipeline.report.provenance import build_span_seconds, footer, run_provenanc
 from pipeline.report.stage_times import task_times, write_stage_times
 from pipeline.report.strength import write_strength_curve
 from pipeline.report.tables import write_report
+from pipeline.run_estimate import RunEstimate
 from tasks.base import PipelineTask
 from tasks.export import ExportSystem, copy_export
 from tasks.pretrained import PretrainedModel
 from tasks.report import EVAL_SET_ALIASES, TaskReport, resolve_eval_split
 from tasks.worker_priority import prioritise, task_graph
 from tasks.systems import ALL_SYSTEMS, PRETRAINED_SYSTEMS, SYSTEM_NOTES, TABLE_SYSTEMS, VARIANT_SYSTEMS
+from tasks.run_estimate import describe_estimate, estimate_run
 from tasks.strength import snapshot_points
 from tasks.training_jobs import PackTrainingJob, models_to_train, waiting_jobs, waiting_message
 log = logging.getLogger("reproduce-table")
@@ -68,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also LMBR's gain against the NMT's strength: TNMT, LTNMT and TNMT-lat decoded and tuned from "
                    "each kept snapshot of the Transformer's training (training.snapshot_every), written to "
                    "strength_curve.{md,csv,png}")
+    p.add_argument("--no-estimate", action="store_true",
+                   help="skip the forecast before the build (a few seconds of probes of this machine's speed, then "
+                   "the expected minutes of each task and the wall time, recorded beside the actual ones)")
     p.add_argument("--train-jobs", metavar="DIR",
                    help="train the NMT models elsewhere: pack each model's training job into DIR and stop at the "
                    "training stage, saying which jobs to run where (`lmbr train-jobs train DIR/JOB`, a GPU where "
@@ -192,8 +198,9 @@ def artifact_graph(reports: list[luigi.Task]) -> dict[Path, list[Path]]:
 
 
 def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
-    """The models of the run whose training was stopped by its wall-clock guard (budget_seconds) before its fixed
-    number of updates: such a model, and every score that uses it, depends on the machine's speed."""
+    """The models of the run whose training its declared wall-clock cap (budget_seconds) cut before their fixed
+    number of updates, each with the update of the cut and its tuning-set BLEU there: such a model, and every score
+    that uses it, depends on the machine's speed."""
     from tasks.nmt import TrainNMT
 
     stops = []
@@ -201,8 +208,13 @@ def wall_clock_stops(reports: list[luigi.Task]) -> list[str]:
         if isinstance(task, TrainNMT) and task.complete():
             stats = task.signature()["stats"]
             if stats.get("stop_reason") == "budget":
-                stops.append(f"{task.task_name} {task.architecture} seed {task.seed}: {stats['updates']} updates "
-                             f"in {stats['train_seconds']} s")
+                training = task.arch_profile().training
+                planned = f" of {training.max_updates}" if training.max_updates else ""
+                bleu = (stats.get("validation") or {}).get("valid_bleu")
+                stops.append(f"{task.task_name} {task.architecture} seed {task.seed}: cut at update "
+                             f"{stats['updates']}{planned} by the cap of {training.budget_seconds:g} s "
+                             f"({stats['updates']} updates in {stats['train_seconds']} s)"
+                             + (f", tuning BLEU (greedy) {bleu:.2f} at the cut" if bleu is not None else ""))
     return sorted(stops)
 
 
@@ -246,6 +258,14 @@ def rewrite_report(out: Path, other: Path | None = None) -> int:
     paths = write_tables(out, inputs, workers)
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
+
+
+def estimate_record(estimate: RunEstimate | None, task: str) -> dict[str, Any] | None:
+    """What the provenance keeps of the forecast for one task: the run's expected wall time, the task's work."""
+    if estimate is None:
+        return None
+    return {"wall_minutes": estimate.wall_minutes, "task_work_minutes": estimate.task_minutes.get(task, 0.0),
+            "workers": estimate.workers, "machine": estimate.machine}
 
 
 def check_strength_curve(reports: list[TaskReport]) -> None:
@@ -316,6 +336,9 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.time()
     prioritise(reports)
+    estimate = None if args.no_estimate else estimate_run(reports, args.workers, CHECKOUT / "results" / profile)
+    if estimate is not None:
+        print(describe_estimate(estimate), file=sys.stderr, flush=True)
     if args.scheduler_host:
         share_the_scheduler()
     scheduler = ({"scheduler_host": args.scheduler_host, "scheduler_port": args.scheduler_port}
@@ -350,7 +373,8 @@ def run(args: argparse.Namespace) -> int:
     guard_stops = wall_clock_stops(reports)
     graph = artifact_graph(reports)
     provenance = {task: run_provenance(CHECKOUT, profile, time.time() - started,
-                                       build_span_seconds(f for f in graph if task in f.parts), args.workers)
+                                       build_span_seconds(f for f in graph if task in f.parts), args.workers,
+                                       estimate_record(estimate, task))
                   for task in tasks}
     this_run = ReportInputs(
         profile=profile, eval_set=args.eval_set, tasks=tasks, systems=systems,
@@ -368,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
     paths = write_tables(out, merged, args.workers)
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in guard_stops:
-        print(f"reproduce-table: warning: the wall-clock guard stopped training before max_updates ({stop}): "
+        print(f"reproduce-table: warning: a declared wall-clock cap cut training before max_updates ({stop}): "
               "this model and its scores depend on the machine's speed", file=sys.stderr)
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.time() - started:.1f} s")
     return 0

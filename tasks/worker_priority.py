@@ -11,9 +11,11 @@ Priorities only order the work; no artifact depends on them.
 """
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 import luigi
+
+from pipeline.list_schedule import upward_ranks
 
 #: Expected build minutes of one artifact of each stage (folder name), measured on a 2-core run of all five tasks of
 #: the former small profile (its stage_times.md of 0.9.0 divided by the artifacts of each stage). Only their ratios
@@ -39,30 +41,6 @@ def task_graph(roots: Iterable[luigi.Task]) -> list[luigi.Task]:
         tasks.append(task)
         todo.extend(luigi.task.flatten(task.requires()))
     return tasks
-
-
-def upward_ranks(needs: Mapping[Hashable, Sequence[Hashable]],
-                 minutes: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    """{node: its minutes + the largest rank of the nodes that need it} over a DAG given as {node: its inputs}.
-    Every node named anywhere gets a rank (a node without minutes counts 0)."""
-    users: dict[Hashable, list[Hashable]] = {}
-    for node, inputs in needs.items():
-        users.setdefault(node, [])
-        for needed in inputs:
-            users.setdefault(needed, []).append(node)
-    ranks: dict[Hashable, float] = {}
-    for start in users:
-        todo = [(start, False)]
-        while todo:  # iterative depth first over the users: a paper run's graphs are deep
-            node, ready = todo.pop()
-            if node in ranks:
-                continue
-            if not ready:
-                todo.append((node, True))
-                todo.extend((user, False) for user in users[node] if user not in ranks)
-                continue
-            ranks[node] = minutes.get(node, 0.0) + max((ranks[user] for user in users[node]), default=0.0)
-    return ranks
 
 
 def expected_minutes(task: luigi.Task) -> float:

@@ -18,6 +18,8 @@ SAME_THING = {
     "lmatrix": "the L matrix: computed (lattices/lmatrix.py) and built per split with its posteriors (tasks/)",
     "mbr": "lattice MBR: the decision rule (lattices/mbr.py) and its Luigi tasks (tasks/mbr.py)",
     "nmt": "the NMT models: the library (pipeline/nmt/) and its Luigi tasks (tasks/nmt.py)",
+    "run_estimate": "the forecast before a run: its model (pipeline/run_estimate.py) and the run's graph of Luigi "
+                    "stages it is applied to (tasks/run_estimate.py)",
     "strength": "LMBR's gain against the NMT's strength: the snapshots' decodings and gains (tasks/strength.py) "
                 "and their table and figure (pipeline/report/strength.py)",
     "pretrained": "a pretrained transformers model as the NMT: loaded and driven (pipeline/nmt/pretrained.py) and "

@@ -75,7 +75,7 @@ def write_learning_curves(out: Path, curves: dict[str, Curve], profile: str,
     title = f"Learning curves of the NMT models on the tuning set, profile {profile}"
     table = render.markdown(header, rows, title)
     if guard_stops:
-        table += ("\nStopped by the wall-clock guard (budget_seconds) before max_updates, so these models and their "
+        table += ("\nCut by a declared wall-clock cap (budget_seconds) before max_updates, so these models and their "
                   "scores depend on the machine's speed:\n\n" + "".join(f"- {stop}\n" for stop in guard_stops))
     paths = []
     for name, text in (("learning_curves.md", table),

@@ -55,14 +55,15 @@ def build_span_seconds(folders: Iterable[Path]) -> float | None:
 
 
 def run_provenance(repo: Path, profile: str, command_seconds: float, build_seconds: float | None,
-                   workers: int) -> dict[str, Any]:
-    """The provenance of one task of this run."""
+                   workers: int, estimate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance of one task of this run; `estimate`: the forecast made before the build
+    (pipeline/run_estimate.py), kept beside the actual times."""
     cpu = describe_cpu()
     return {**code_version(repo), "profile": profile, "cpu": cpu.model, "cores": cpu.cores,
             "cpu_variant": cpu.variant, "workers": workers,
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
             "build_minutes": round(build_seconds / 60, 1) if build_seconds is not None else None,
-            "command_minutes": round(command_seconds / 60, 1)}
+            "command_minutes": round(command_seconds / 60, 1), **({"estimate": dict(estimate)} if estimate else {})}
 
 
 def describe(p: Mapping[str, Any]) -> str:
@@ -70,9 +71,12 @@ def describe(p: Mapping[str, Any]) -> str:
     the numbers must know that the fields cannot say: a stop and resume, another load on the machine)."""
     built = (f"its artifacts built over {p['build_minutes']} min" if p.get("build_minutes") is not None
              else "its build time not recorded")
+    forecast = p.get("estimate")
+    expected = (f"; expected before the build: {forecast['wall_minutes']} min of wall time for the run, "
+                f"{forecast['task_work_minutes']} min of work for this task" if forecast else "")
     text = (f"commit {p['commit']} ({PACKAGE} {p['version']}), profile {p['profile']}, {p['cpu']} "
             f"({p['cores']} cores, {p['cpu_variant']}), {p.get('workers', '?')} worker(s), {p['date']}; {built} "
-            f"(the command {p['command_minutes']} min)")
+            f"(the command {p['command_minutes']} min){expected}")
     return f"{text}. {p['note']}" if p.get("note") else text
 
 

@@ -76,8 +76,11 @@ def test_nmt_stages_train_resume_average_and_define_the_systems(tmp_path, data_d
     t_stats = transformer.signature()["stats"]
     assert t_stats["stop_reason"] == "budget" and t_stats["target_tokens_per_second"] > 0
     # reproduce-table warns of the model its wall-clock guard stopped (the GRUs stopped after max_updates)
+    planned = transformer.arch_profile().training.max_updates
     assert wall_clock_stops([fnmt, tnmt]) == [
-        f"ger-eng transformer seed 1: {t_stats['updates']} updates in {t_stats['train_seconds']} s"]
+        f"ger-eng transformer seed 1: cut at update {t_stats['updates']} of {planned} by the cap of 2 s "
+        f"({t_stats['updates']} updates in {t_stats['train_seconds']} s), tuning BLEU (greedy) "
+        f"{t_stats['validation']['valid_bleu']:.2f} at the cut"]
     averaged = AverageCheckpoints(architecture="transformer", seed=1, **params)
     kept = [p.name for p in list_checkpoints(transformer.artifact_dir() / "checkpoints")]
     assert averaged.signature()["stats"]["averaged"] == kept[-5:]

@@ -25,11 +25,16 @@ def test_writes_tables_and_results(tmp_path, data_dir, capsys):
     summary = (out / "data_summary.csv").read_text().splitlines()
     assert len(summary) == 2 and summary[1].startswith("ger-eng,300,300,")
     assert (out / "table1.tex").read_text().startswith(r"\begin{table}")
-    assert "Data and language models" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "Data and language models" in said.out
+    assert "reproduce-table: expected wall time: about" in said.err and "fp32 matrix products" in said.err
     # under each table, what produced it
     produced = json.loads((out / "report_inputs.json").read_text())["provenance"]["ger-eng"]
     assert produced["profile"] == "tiny" and produced["cpu_variant"] == describe_cpu().variant
     assert produced["build_minutes"] is not None and produced["command_minutes"] >= 0 and produced["workers"] == 1
+    forecast = produced["estimate"]  # the forecast made before the build, kept beside the actual times
+    assert forecast["wall_minutes"] > 0 and forecast["workers"] == 1 and forecast["machine"]["gflops_1_thread"] > 0
+    assert f"expected before the build: {forecast['wall_minutes']} min of wall time" in (out / "table1.md").read_text()
     for table in ("table1.md", "data_summary.md", "stage_times.md"):
         text = (out / table).read_text()
         assert "Produced by:" in text and f"- ger-eng: commit {produced['commit']} (lmbr-pipeline " in text
@@ -50,7 +55,7 @@ def test_eval_set_by_split_name(tmp_path, data_dir):
     (["--systems", "SMT"], "unknown system(s) SMT"),
     (["--eval-set", "newstest2099"], "split 'newstest2099' is not named in [splits]"),
     (["--profile", "huge"],
-     "huge.toml: no such config file (known profiles: medium, paper, paper-rehearsal, tiny)"),
+     "huge.toml: no such config file (known profiles: medium, medium-gpu, paper, paper-rehearsal, tiny)"),
 ])
 def test_bad_arguments_are_clear_errors(tmp_path, data_dir, capsys, args, message):
     assert main(["--data-dir", str(data_dir), "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "o"),

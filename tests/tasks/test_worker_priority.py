@@ -1,38 +1,10 @@
-"""Upward ranks against a brute-force longest path, and real Luigi taking the longest chain first."""
-import random
-
+"""Real Luigi taking the longest chain first (the ranks: tests/pipeline/test_list_schedule.py)."""
 import luigi
 import pytest
 
 from tasks import TaskReport
-from tasks.worker_priority import STAGE_MINUTES, prioritise, task_graph, upward_ranks
+from tasks.worker_priority import STAGE_MINUTES, prioritise, task_graph
 from tests.tasks.helpers import build, shared_params
-
-
-def _longest_path_to_a_sink(node, users, minutes):
-    """Brute force: every path from node through its users, the heaviest one."""
-    return minutes.get(node, 0.0) + max((_longest_path_to_a_sink(u, users, minutes) for u in users.get(node, ())),
-                                        default=0.0)
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_upward_ranks_are_the_heaviest_path_to_a_sink(seed):
-    rng = random.Random(seed)
-    nodes = list(range(rng.randint(1, 12)))
-    needs = {n: rng.sample(nodes[:n], rng.randint(0, min(n, 3))) for n in nodes}  # inputs come earlier: a DAG
-    minutes = {n: rng.choice([0.0, 0.5, 1.0, 5.5]) for n in nodes if rng.random() < 0.9}
-    users = {}
-    for node, inputs in needs.items():
-        for needed in inputs:
-            users.setdefault(needed, []).append(node)
-    ranks = upward_ranks(needs, minutes)
-    assert set(ranks) == set(nodes)
-    for node in nodes:
-        assert ranks[node] == pytest.approx(_longest_path_to_a_sink(node, users, minutes))
-
-
-def test_a_node_named_only_as_an_input_is_ranked():
-    assert upward_ranks({"decode": ["train"]}, {"train": 5.0, "decode": 1.0}) == {"decode": 1.0, "train": 6.0}
 
 
 class _Step(luigi.Task):
