@@ -1,7 +1,7 @@
 """A score hook (hooks.py) as a `transformers` LogitsProcessor: LMBR's step scores inside `model.generate`.
 
     hook = lmbr_hook_factory(store, bos_id)(range(len(lines)), device)        one row per sentence, as for our search
-    processor = HookLogitsProcessor(hook, num_beams=4, prefix_length=1, weight=0.5)
+    processor = HookLogitsProcessor(hook, num_beams=4, prefix_length=1, weight=0.5, offset=LABEL_OFFSET)
     model.generate(**inputs, num_beams=4, logits_processor=LogitsProcessorList([processor]))
 
 `generate` calls the processor once per step with the rows' sequences input_ids [N*k, T] (sentence-major, k beams
@@ -19,6 +19,11 @@ first scored step (the decoder start token; with M2M100/NLLB also the forced tar
 processor leaves alone): step t of the hook reads input_ids[:, prefix_length:] of length t. The hook's headroom
 and beam allocation are ours only: `generate` keeps its own stopping rule. Sentences never leave the batch inside
 `generate`, so select_sentences is never called.
+
+The pipeline's L shards of a pretrained model (BuildPretrainedLMatrix) and the hooks over them count target ids as
+the model's + LABEL_OFFSET (lattices/model_units.py: id 0 is the lattices' epsilon): with `offset`, the processor
+hands the hook the model's scores shifted into those ids (the first `offset` columns -inf, as our search sees them)
+and the tokens each row appended shifted the same way, and gives `generate` the model's columns back.
 """
 from __future__ import annotations
 
@@ -38,8 +43,10 @@ __all__ = ["HookLogitsProcessor"]
 class HookLogitsProcessor(LogitsProcessor):
     """Adds a score hook's terms to `generate`'s log-probabilities (times `weight`, our SearchSettings.weight)."""
 
-    def __init__(self, hook: ScoreHook, num_beams: int, prefix_length: int = 1, weight: float = 1.0) -> None:
+    def __init__(self, hook: ScoreHook, num_beams: int, prefix_length: int = 1, weight: float = 1.0,
+                 offset: int = 0) -> None:
         self.hook, self.num_beams, self.prefix_length, self.weight = hook, num_beams, prefix_length, weight
+        self.offset = offset  # the hook's target ids are the model's + offset (the pipeline's pretrained L: 1)
         self.keys: dict[tuple[int, tuple[int, ...]], int] | None = None  # (sentence, tokens) -> row of the last step
 
     def __call__(self, input_ids: Tensor, scores: Tensor) -> Tensor:
@@ -57,7 +64,10 @@ class HookLogitsProcessor(LogitsProcessor):
         else:
             index = [self.keys[(s, tuple(row[:-1]))] for s, row in zip(sentence, rows)]
             self.hook.reorder(torch.tensor(index, dtype=torch.long, device=scores.device))
-            self.hook.advance(input_ids[:, -1].to(torch.long))
+            self.hook.advance(input_ids[:, -1].to(torch.long) + self.offset)
         self.keys = {(s, tuple(row)): r for r, (s, row) in enumerate(zip(sentence, rows))}
         weighted = scores * self.weight if self.weight != 1.0 else scores.clone()
-        return self.hook.scores(weighted, t)
+        if not self.offset:
+            return self.hook.scores(weighted, t)
+        shifted = torch.cat([weighted.new_full((weighted.shape[0], self.offset), float("-inf")), weighted], dim=1)
+        return self.hook.scores(shifted, t)[:, self.offset:]

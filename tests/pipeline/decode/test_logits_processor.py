@@ -1,7 +1,7 @@
 """The LMBR hook inside `model.generate` (HookLogitsProcessor) adds exactly what it adds inside our beam search.
 
 Tiny random MarianMT and M2M100 models (tests/pipeline/nmt/tiny_hf.py); L matrices of random lattices over the
-models' own token ids. Each search runs with a recording hook that notes, per (sentence, output prefix), what the
+models' own token ids, and over them + LABEL_OFFSET as the pipeline's L shards of a pretrained model count them. Each search runs with a recording hook that notes, per (sentence, output prefix), what the
 LMBR hook added to the log-probabilities; every prefix both searches reached must carry the same terms, and the
 n-best lists must agree (our search with the full-beam EOS policy, `generate` with early_stopping=True).
 """
@@ -26,6 +26,7 @@ from pipeline.decode.beam_search import SearchSettings  # noqa: E402
 from pipeline.decode.hooks import ScoreHook  # noqa: E402
 from pipeline.decode.lmbr_hook import lmbr_hook_factory  # noqa: E402
 from pipeline.decode.logits_processor import HookLogitsProcessor  # noqa: E402
+from lattices.model_units import LABEL_OFFSET  # noqa: E402
 from pipeline.nmt.pretrained import load_pretrained  # noqa: E402
 from tests.pipeline.nmt.tiny_hf import FAMILIES, synthetic_lines, tiny_family  # noqa: E402
 
@@ -35,9 +36,12 @@ THETA = Theta.from_precisions([60.0, 35.0, 21.0, 13.0], "plain")
 LINES = synthetic_lines(6, seed=5)
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+@pytest.fixture(scope="module", params=[(family, offset) for family in sorted(FAMILIES) for offset in (0, LABEL_OFFSET)],
+                ids=lambda p: f"{p[0]}-offset{p[1]}")
 def system(request, tmp_path_factory):
-    return load_pretrained(tiny_family(request.param, tmp_path_factory.mktemp(request.param)), "de", "en")
+    """The model loaded as our search sees it: with offset LABEL_OFFSET, as the pipeline's L shards count ids."""
+    family, offset = request.param
+    return load_pretrained(tiny_family(family, tmp_path_factory.mktemp(family)), "de", "en", offset=offset)
 
 
 class Store:
@@ -117,9 +121,10 @@ def test_generate_with_the_processor_adds_our_lmbr_terms_and_finds_our_nbest(sys
                           sort=False, hook_factory=recording)
 
     hook = RecordingHook(factory(range(len(LINES)), torch.device("cpu")), list(range(len(LINES))), theirs_terms)
-    processor = HookLogitsProcessor(hook, BEAM, prefix_length=1 + len(model.prefix), weight=WEIGHT)
+    processor = HookLogitsProcessor(hook, BEAM, prefix_length=1 + len(model.prefix), weight=WEIGHT,
+                                    offset=model.offset)
     inputs = vocab.tokenizer(LINES, return_tensors="pt", padding=True)
-    forced = {"forced_bos_token_id": model.bos_id} if model.prefix else {}
+    forced = {"forced_bos_token_id": model.bos_id - model.offset} if model.prefix else {}
     out = model.model.generate(**inputs, num_beams=BEAM, num_return_sequences=BEAM, length_penalty=0.0,
                                early_stopping=True, max_new_tokens=LIMIT + 5, output_scores=True,
                                return_dict_in_generate=True, logits_processor=LogitsProcessorList([processor]),
@@ -128,14 +133,14 @@ def test_generate_with_the_processor_adds_our_lmbr_terms_and_finds_our_nbest(sys
     shared = ours_terms.keys() & theirs_terms.keys()
     assert len(shared) >= 2 * len(LINES) and len(shared) >= len(ours_terms) // 2
     for key in shared:
-        torch.testing.assert_close(ours_terms[key], theirs_terms[key], rtol=0, atol=1e-6)
+        torch.testing.assert_close(ours_terms[key], theirs_terms[key], rtol=0, atol=1e-6, equal_nan=True)
     assert any(bool((term[torch.isfinite(term)] != 0).any()) for term in ours_terms.values())  # L did add
 
     skip = 1 + len(model.prefix)
     for i, hyps in enumerate(ours):
         theirs = []
         for row in range(i * BEAM, (i + 1) * BEAM):
-            ids = out.sequences[row, skip:].tolist()
+            ids = [i + model.offset for i in out.sequences[row, skip:].tolist()]  # in our ids
             theirs.append((tuple(ids[:ids.index(vocab.eos_id)]), float(out.sequences_scores[row])))
         assert [h.tokens for h in hyps] == [tokens for tokens, _ in theirs]
         assert [h.score for h in hyps] == pytest.approx([score for _, score in theirs], abs=1e-4)
