@@ -31,7 +31,8 @@ NMT_MODELS_OF = {**{s: "FNMT" for s in ("FNMT", "LNMT", "FNMT-lat", "LNMT-lat")}
 #: What each row of Table 1 is (the report's legend).
 SYSTEM_NOTES = {
     "PBMT": "phrase-based decoder with a KenLM 5-gram, MERT-tuned; writes the lattices",
-    "FNMT": "ensemble of GRU attention models", "TNMT": "averaged Transformer",
+    "FNMT": "GRU attention NMT (the ensemble of one model per seed where the profile trains several)",
+    "TNMT": "averaged Transformer",
     "LNMT": "FNMT with LMBR: the L of the PBMT lattice added at every step (Iglesias et al. 2018); with [lmbr] "
             "grid_search, the search is anchored where the tuning set chose it (each sentence also searched inside "
             "its PBMT lattice, the better hypothesis under the same objective kept)",
