@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 TOOLS := tools
 PROFILE ?= tiny
-OUT ?= results/$(PROFILE)
+OUT ?=
 WORKERS ?= 2
 ARGS ?=
 
@@ -57,7 +57,7 @@ $(KERNELS_STAMP): lattices/kernel_containers.py | $(VENV_STAMP)
 	@touch $@
 
 reproduce: install
-	$(VENV)/bin/reproduce-table --profile $(PROFILE) --out $(OUT) --workers $(WORKERS) $(ARGS)
+	$(VENV)/bin/reproduce-table --profile $(PROFILE) $(if $(OUT),--out $(OUT)) --workers $(WORKERS) $(ARGS)
 
 test: install test-system
 	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)

@@ -25,7 +25,9 @@ from pipeline.errors import PipelineError
 from pipeline.io import write_text
 from pipeline.report.learning_curves import write_learning_curves
 from pipeline.report.merge import INPUTS_FILE, ReportInputs, check_mergeable, load_inputs, merge, save_inputs
+from pipeline.report.comparison import write_comparison
 from pipeline.report.provenance import build_span_seconds, footer, run_provenance
+from pipeline.report.results_page import PUBLISHED
 from pipeline.report.stage_times import task_times, write_stage_times
 from pipeline.report.strength import write_strength_curve
 from pipeline.report.tables import write_report
@@ -65,12 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", help="folder of all artifacts (default: luigi.cfg [lmbr] work_dir)")
     p.add_argument("--config-dir", help="folder of tasks/*.toml and profiles/*.toml (default: the checkout's configs)")
     p.add_argument("--out", help="folder for the tables and results.json (default: results/<profile>, or "
-                                 "results/<profile>-<eval-set> for an evaluation set other than devtest); a run of "
+                                 "results/<profile>-<eval-set> for an evaluation set other than devtest; "
+                                 "results/<profile>-local for a profile whose results are published); a run of "
                                  "some tasks or systems merges its cells into the tables already there")
     p.add_argument("--strength-curve", action="store_true",
                    help="also LMBR's gain against the NMT's strength: TNMT, LTNMT and TNMT-lat decoded and tuned from "
                    "each kept snapshot of the Transformer's training (training.snapshot_every), written to "
                    "strength_curve.{md,csv,png}")
+    p.add_argument("--published", metavar="DIR",
+                   help="the published report to compare this run with, cell by cell (comparison.{md,csv}; default: "
+                   "the checkout's results/<profile> where the repository publishes the profile; none: no "
+                   "comparison)")
     p.add_argument("--no-estimate", action="store_true",
                    help="skip the forecast before the build (a few seconds of probes of this machine's speed, then "
                    "the expected minutes of each task and the wall time, recorded beside the actual ones)")
@@ -101,8 +108,23 @@ WAITING_FOR_TRAINING = 3  # the exit status of a run stopped at the training sta
 
 
 def default_out(profile: str, eval_set: str) -> str:
-    """results/<profile> for the devtest sets, results/<profile>-<eval_set> for another evaluation set."""
-    return f"results/{profile}" if eval_set == "devtest" else f"results/{profile}-{eval_set}"
+    """results/<profile> for the devtest sets, results/<profile>-<eval_set> for another evaluation set; for a
+    profile whose results the repository publishes, the user's own results/<profile>-local (the published folder
+    changes only when named)."""
+    base = f"results/{profile}" if eval_set == "devtest" else f"results/{profile}-{eval_set}"
+    return f"{base}-local" if profile in PUBLISHED else base
+
+
+def published_folder(profile: str, eval_set: str, out: Path, named: str | None) -> Path | None:
+    """The published report to set beside this run's: --published (none: no comparison), else the checkout's
+    results/<profile> for a published profile on the devtest sets; never `out` itself."""
+    if named == "none":
+        return None
+    folder = Path(named) if named else (CHECKOUT / "results" / profile if profile in PUBLISHED and
+                                        eval_set == "devtest" else None)
+    if folder is None or not (folder / INPUTS_FILE).is_file() or folder.resolve() == out.resolve():
+        return None
+    return folder
 
 
 def model_argument(value: str) -> str:
@@ -390,6 +412,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"reproduce-table: {out} has no report_inputs.json (an earlier version's report): its scores and "
               "figures are kept, its other tables hold this run's tasks", file=sys.stderr)
     paths = write_tables(out, merged, args.workers)
+    published = published_folder(profile, args.eval_set, out, args.published)
+    if published is not None:
+        paths += write_comparison(out, merged, _saved_report(published, load_inputs(published)), published)
     print((out / "table1.md").read_text(encoding="utf-8"))
     for stop in guard_stops:
         print(f"reproduce-table: warning: a declared wall-clock cap cut training before max_updates ({stop}): "

@@ -42,3 +42,17 @@ def test_results_that_git_tracks_are_not_ignored():
     ignored = subprocess.run(["git", "ls-files", "-i", "-c", "--exclude-standard", "--", "results"], cwd=REPO,
                              capture_output=True, text=True, check=True).stdout.split()
     assert not ignored, f"tracked but ignored: {ignored[:5]}"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_reproduce_leaves_the_output_folder_to_reproduce_table_unless_named(tmp_path):
+    """`make reproduce PROFILE=medium` passes no --out, so reproduce-table writes the user's own
+    results/medium-local (ignored by git) and never the published results/medium; OUT=DIR names a folder."""
+    def command(*settings):
+        done = subprocess.run(["make", "-n", "-o", "install", "reproduce", *settings], cwd=REPO, capture_output=True,
+                              text=True, check=True)
+        return [line for line in done.stdout.splitlines() if "reproduce-table" in line][0]
+    assert "--out" not in command("PROFILE=medium")
+    assert "--out results/medium" in command("PROFILE=medium", "OUT=results/medium")
+    ignored = subprocess.run(["git", "check-ignore", "-q", "results/medium-local/table1.md"], cwd=REPO)
+    assert ignored.returncode == 0

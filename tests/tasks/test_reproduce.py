@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from pipeline.machine import describe_cpu
-from tasks.reproduce import main
+from tasks.reproduce import default_out, main
 
 
 def run(tmp_path, data_dir, *extra, systems="none"):
@@ -156,3 +156,24 @@ def test_a_folder_of_another_evaluation_set_is_refused_before_the_build(tmp_path
     assert run(tmp_path, data_dir) == 0
     assert run(tmp_path, data_dir, "--eval-set", "dev") == 2
     assert "holds the report of profile tiny on the devtest sets, not tiny on dev" in capsys.readouterr().err
+
+
+def test_a_run_beside_a_published_one_is_compared_cell_by_cell_and_leaves_it_alone(tmp_path, data_dir):
+    assert default_out("medium", "devtest") == "results/medium-local"  # a published profile: the user's own folder
+    assert default_out("tiny", "devtest") == "results/tiny" and default_out("tiny", "dev") == "results/tiny-dev"
+    assert run(tmp_path, data_dir) == 0
+    published = tmp_path / "out"
+    before = {p.name: p.read_bytes() for p in published.iterdir() if p.is_file()}
+    mine = tmp_path / "mine"
+    assert main(["--tasks", "ger-eng", "--profile", "tiny", "--data-dir", str(data_dir), "--systems", "none",
+                 "--work-dir", str(tmp_path / "work"), "--out", str(mine), "--published", str(published)]) == 0
+    assert {p.name: p.read_bytes() for p in published.iterdir() if p.is_file()} == before
+    rows = (mine / "comparison.csv").read_text().splitlines()
+    assert rows[0].startswith("task,system,variant,BLEU (yours),BLEU (published),difference")
+    assert rows[1].startswith("ger-eng,ROUNDTRIP,-,100.0,100.0,0.0,")
+    text = (mine / "comparison.md").read_text()
+    assert f"Published: `{published}`" in text
+    assert "- ger-eng, yours: commit " in text and "- ger-eng, published: commit " in text
+    assert main(["--tasks", "ger-eng", "--profile", "tiny", "--data-dir", str(data_dir), "--systems", "none",
+                 "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "alone"), "--published", "none"]) == 0
+    assert not (tmp_path / "alone" / "comparison.md").exists()
