@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipeline.io import atomic_path
+from pipeline.report.png import pyplot, save_png
 
 #: Phases of the hybrid pipeline: (name in the records' timings, label). Loading and postprocessing are not shown.
 PHASES = (("pbmt_decode", "phrase-based decoding"), ("posteriors_and_l", "posteriors + L"),
@@ -38,11 +38,7 @@ def _name(row: dict[str, Any]) -> str:
 
 def plot_time_breakdown(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     """Stacked horizontal bars, one per (task, system), written atomically as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.5))
     labels = [f"{r['task']} {_name(r)}" for r in rows]
     left = [0.0] * len(rows)
@@ -54,8 +50,4 @@ def plot_time_breakdown(rows: Sequence[dict[str, Any]], path: Path, title: str) 
     ax.set_xlabel("seconds")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

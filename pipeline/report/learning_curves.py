@@ -6,8 +6,9 @@ import csv
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipeline.io import atomic_path, write_text
+from pipeline.io import write_text
 from pipeline.report import render
+from pipeline.report.png import pyplot, save_png
 
 Curve = list[dict[str, float]]  # {"update", "minutes", "valid_bleu", "valid_loss"} per checkpoint, by update
 
@@ -38,10 +39,7 @@ def curve_table(curves: dict[str, Curve]) -> tuple[list[str], list[list[Any]]]:
 
 def plot_learning_curves(curves: dict[str, Curve], path: Path, title: str) -> Path:
     """Two panels, BLEU against updates and against minutes, one line per model; written atomically as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for label, curve in curves.items():
@@ -55,11 +53,7 @@ def plot_learning_curves(curves: dict[str, Curve], path: Path, title: str) -> Pa
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def write_learning_curves(out: Path, curves: dict[str, Curve], profile: str,

@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.io import atomic_path, write_text
+from pipeline.io import write_text
 from pipeline.report import render
+from pipeline.report.png import pyplot, save_png
 
 #: Stage folders in pipeline order, with the names the table shows; others follow in name order.
 STAGES = (("tokenized", "tokenize"), ("truecaser", "truecaser"), ("truecased", "truecase"), ("bpe", "BPE learn"),
@@ -142,10 +143,7 @@ def write_stage_times(out: Path, times: Mapping[str, TaskTimes], tasks: Sequence
 
 def _plot(times: dict[str, dict[str, float]], path: Path, title: str) -> None:
     """Stacked horizontal bars: one bar per task, one segment per stage (minutes)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tasks = list(times)
     fig, ax = plt.subplots(figsize=(8, 0.6 * len(tasks) + 2.2))
@@ -161,7 +159,4 @@ def _plot(times: dict[str, dict[str, float]], path: Path, title: str) -> None:
     ax.set_xlabel("minutes (summed over the stage's artifacts)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
+    save_png(fig, path)

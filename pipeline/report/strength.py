@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from pipeline.io import atomic_path, write_text
+from pipeline.io import write_text
 from pipeline.report import render
+from pipeline.report.png import pyplot, save_png
 
 GAIN_LABELS = {"LTNMT": "LTNMT - TNMT", "TNMT-lat": "TNMT-lat - TNMT"}
 
@@ -38,10 +39,7 @@ def strength_table(rows: Sequence[dict[str, Any]]) -> tuple[list[str], list[list
 
 def plot_strength(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     """One panel per gain: the gain against TNMT - PBMT with both intervals, a line per task in update order."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(GAIN_LABELS), figsize=(10, 4), sharey=True)
     tasks = list(dict.fromkeys(row["task"] for row in rows))
@@ -64,11 +62,7 @@ def plot_strength(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Pat
     axes[0].set_ylabel("gain over TNMT (BLEU)")
     axes[-1].legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def write_strength_curve(out: Path, rows: Sequence[dict[str, Any]], profile: str, eval_set: str) -> list[Path]:

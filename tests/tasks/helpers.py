@@ -5,6 +5,7 @@ import csv
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import luigi
@@ -17,6 +18,22 @@ def shared_params(tmp_path: Path, data_dir: Path, config_dir: Path = CONFIG_DIR)
     return {"task_name": "ger-eng", "profile": "tiny", "work_dir": str(tmp_path / "work"), "data_dir": str(data_dir),
             "cache_dir": str(tmp_path / "cache"), "tools_dir": str(CHECKOUT / "tools"), "processes": 1,
             "config_dir": str(config_dir)}
+
+
+def short_transformer_configs(folder: Path, **extra: str) -> Path:
+    """A copy of the configs in `folder` whose tiny Transformer trains 12 updates (checkpoints every 4, the last 2
+    kept and averaged, 10 validation sentences) with no wall-clock cap, so that any machine trains the same model;
+    `extra`: more [nmt.transformer] / [nmt.transformer.training] keys (added before valid_sentences)."""
+    shutil.copytree(CONFIG_DIR, folder)
+    path = folder / "profiles" / "tiny.toml"
+    head, transformer = path.read_text().split("[nmt.transformer]")
+    for key, value in (("max_updates", "12"), ("budget_seconds", "0"), ("checkpoint_every", "4"),
+                       ("keep_checkpoints", "2"), ("average_checkpoints", "2"), ("valid_sentences", "10")):
+        transformer = transformer.replace(f"\n{key} = ", f"\n{key} = {value} #", 1)
+    added = "".join(f"\n{key} = {value}" for key, value in extra.items())
+    transformer = transformer.replace("\nvalid_sentences = ", f"{added}\nvalid_sentences = ", 1)
+    path.write_text(head + "[nmt.transformer]" + transformer)
+    return folder
 
 
 def build(*tasks: luigi.Task) -> luigi.execution_summary.LuigiRunResult:

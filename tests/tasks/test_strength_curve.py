@@ -4,31 +4,25 @@ checkpoint, and the gains are the BLEU differences with their intervals."""
 import csv
 import json
 import re
-import shutil
 
 import pytest
 
-from pipeline.config import CONFIG_DIR
 from tasks.nmt import AverageCheckpoints
 from tasks.reproduce import main
-from tests.tasks.helpers import shared_params
+from tests.tasks.helpers import shared_params, short_transformer_configs
 
 
 @pytest.fixture
 def configs(tmp_path):
-    """The tiny profile with a Transformer of 12 updates keeping snapshots 4 and 8."""
-    folder = tmp_path / "configs"
-    shutil.copytree(CONFIG_DIR, folder)
+    """The short Transformer keeping snapshots 4 and 8; tuning on 20 of the test's 40 tuning lines, small grids."""
+    folder = short_transformer_configs(tmp_path / "configs", snapshot_every="4")
     path = folder / "profiles" / "tiny.toml"
-    head, transformer = path.read_text().split("[nmt.transformer]")
-    for key, value in (("max_updates", "12"), ("budget_seconds", "0"), ("checkpoint_every", "4"),
-                       ("keep_checkpoints", "2"), ("average_checkpoints", "2"), ("valid_sentences", "10")):
-        transformer = transformer.replace(f"\n{key} = ", f"\n{key} = {value} #", 1)
-    transformer = transformer.replace("\nvalid_sentences = ", "\nsnapshot_every = 4\nvalid_sentences = ", 1)
+    text = path.read_text()
     for key, value in (("tune_sentences", "20"), ("grid_lambda", "[0.05, 0.25]"), ("grid_p", "[0.0]"),
-                       ("grid_r", "[0.0]"), ("grid_lattice_weight", "[0.0, 10.0]")):  # the test's 40 tuning lines
-        transformer = re.sub(rf"^{key} = .*$", f"{key} = {value}", transformer, count=1, flags=re.M)
-    path.write_text(head + "[nmt.transformer]" + transformer)
+                       ("grid_r", "[0.0]"), ("grid_lattice_weight", "[0.0, 10.0]")):
+        head, lmbr = text.split("\n[lmbr]\n")
+        text = head + "\n[lmbr]\n" + re.sub(rf"^{key} = .*$", f"{key} = {value}", lmbr, count=1, flags=re.M)
+    path.write_text(text)
     return folder
 
 

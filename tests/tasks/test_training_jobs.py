@@ -12,28 +12,18 @@ import luigi.configuration
 import pytest
 from luigi.execution_summary import LuigiStatusCode
 
-from pipeline.config import CONFIG_DIR
 from pipeline.data.resolver import CHECKOUT
 from pipeline.io import read_json, write_json
 from pipeline.nmt.travelling_job import TrainingJobError, TrainingJobPending
 from tasks import TrainNMT
 from tasks.decode import DecodeTNMT
 from tasks.reproduce import WAITING_FOR_TRAINING, main
-from tests.tasks.helpers import build, shared_params
+from tests.tasks.helpers import build, shared_params, short_transformer_configs
 
 
 @pytest.fixture
 def configs(tmp_path):
-    """The tiny profile with a Transformer of 12 updates (no wall-clock guard: the same model on any machine)."""
-    folder = tmp_path / "configs"
-    shutil.copytree(CONFIG_DIR, folder)
-    path = folder / "profiles" / "tiny.toml"
-    head, transformer = path.read_text().split("[nmt.transformer]")
-    for key, value in (("max_updates", "12"), ("budget_seconds", "0"), ("checkpoint_every", "4"),
-                       ("keep_checkpoints", "2"), ("average_checkpoints", "2"), ("valid_sentences", "10")):
-        transformer = transformer.replace(f"\n{key} = ", f"\n{key} = {value} #", 1)
-    path.write_text(head + "[nmt.transformer]" + transformer)
-    return folder
+    return short_transformer_configs(tmp_path / "configs")
 
 
 @pytest.fixture
