@@ -37,19 +37,25 @@ def reports(args: argparse.Namespace, work_dir: str) -> list[TaskReport]:
                        processes=args.processes, **extra) for task in args.tasks.split(",")]
 
 
-def actual_minutes(roots: list[TaskReport]) -> tuple[dict[str, dict[str, float]], float]:
-    """The finished run's build minutes by task and stage, and the makespan of those builds on the workers' schedule
-    (one worker: their sum)."""
+def actual_minutes(roots: list[TaskReport], partial: bool) -> tuple[dict[str, dict[str, float]], dict[str, float],
+                                                                     set[tuple[str, str]]]:
+    """The run's build minutes by task and stage, and by artifact; with `partial`, of the artifacts it finished
+    (a run stopped part way), else all of them or a SystemExit naming the first missing one; and the (task, stage)
+    pairs with an artifact not built."""
     graph = [t for t in task_graph(roots) if isinstance(t, PipelineTask) and t.stage]
-    minutes, stages = {}, {}
+    minutes, stages, unbuilt = {}, {}, set()
     for task in graph:
         signature = task.artifact_dir() / "signature.json"
         if not signature.is_file():
-            raise SystemExit(f"{signature}: missing: the run did not finish (run reproduce-table first)")
+            if partial:
+                unbuilt.add((task.task_name, task.stage))
+                continue
+            raise SystemExit(f"{signature}: missing: the run did not finish (run reproduce-table first, or "
+                             "--partial to compare the stages it finished)")
         minutes[task.task_id] = read_json(signature)["seconds"] / 60
         per_task = stages.setdefault(task.task_name, {})
         per_task[task.stage] = per_task.get(task.stage, 0.0) + minutes[task.task_id]
-    return stages, minutes
+    return stages, minutes, unbuilt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,10 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--systems", default="PBMT,TNMT,LTNMT,TNMT-lat,MBR")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--partial", action="store_true",
+                   help="a run stopped part way: compare the stages it finished (the wall time is then left out)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     finished = reports(args, args.work_dir)
-    stages, minutes = actual_minutes(finished)
+    stages, minutes, unbuilt = actual_minutes(finished, args.partial)
     graph = [t for t in task_graph(finished) if isinstance(t, PipelineTask) and t.stage]
     needs = {t.task_id: [d.task_id for d in luigi.task.flatten(t.requires()) if d.task_id in minutes] for t in graph}
     actual_wall = schedule_minutes(needs, minutes, args.workers)
@@ -75,16 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     for task, by_stage in stages.items():
         for stage, actual in sorted(by_stage.items(), key=lambda kv: -kv[1]):
             forecast = estimate.stage_minutes.get(task, {}).get(stage, 0.0)
-            rows.append({"task": task, "stage": stage, "forecast_minutes": round(forecast, 2),
-                         "actual_minutes": round(actual, 2),
+            rows.append({"task": task, "stage": stage, "all_built": (task, stage) not in unbuilt,
+                         "forecast_minutes": round(forecast, 2), "actual_minutes": round(actual, 2),
                          "ratio": round(forecast / actual, 3) if actual > 0.05 else None})
             print(f"{task} {stage:18s} forecast {forecast:7.1f} min   actual {actual:7.1f} min")
-    error = estimate.wall_minutes / actual_wall - 1 if actual_wall else None
+    error = estimate.wall_minutes / actual_wall - 1 if actual_wall and not args.partial else None
     print(f"wall time on {args.workers} worker(s): forecast {estimate.wall_minutes:.1f} min, the run's builds "
-          f"{actual_wall:.1f} min ({error:+.1%})" if error is not None else "no builds")
+          f"{actual_wall:.1f} min ({error:+.1%})" if error is not None else
+          f"a partial run: {actual_wall:.1f} min of builds finished; the forecast of the whole run "
+          f"{estimate.wall_minutes:.1f} min")
     write_json(args.out, {"benchmark": "run_estimate", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                           "machine": machine(args.processes), "workers": args.workers, "processes": args.processes,
-                          "forecast": estimate.to_dict(), "actual_wall_minutes": round(actual_wall, 1),
+                          "partial": args.partial, "forecast": estimate.to_dict(),
+                          "actual_wall_minutes": round(actual_wall, 1),
                           "relative_error": round(error, 4) if error is not None else None, "stages": rows})
     return 0
 

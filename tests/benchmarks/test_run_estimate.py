@@ -29,3 +29,7 @@ def test_each_stage_s_actual_minutes_are_its_artifacts_build_seconds(tmp_path, d
     with pytest.raises(SystemExit, match="signature.json: missing: the run did not finish"):
         benchmark("run_estimate").main(["--work-dir", str(tmp_path / "empty"), "--profile", "tiny", "--tasks",
                                         "ger-eng", "--systems", "none", "--out", str(out)])
+    assert benchmark("run_estimate").main(["--work-dir", str(tmp_path / "empty"), "--profile", "tiny", "--tasks",
+                                           "ger-eng", "--systems", "none", "--partial", "--out", str(out)]) == 0
+    partial = json.loads(out.read_text())
+    assert partial["partial"] and partial["stages"] == [] and partial["relative_error"] is None
