@@ -18,11 +18,13 @@ from typing import Any, Callable, Sequence
 
 from lattices.acceptor import write_acceptor_shard
 from lattices.lmatrix_shards import write_lmatrix_shard
-from lattices.model_units import LABEL_OFFSET, ModelUnitMapper, map_lattice_to_model, sentencepiece_pieces
+from lattices.model_units import (LABEL_OFFSET, ModelUnitMapper, map_lattice_to_model, mapping_mismatches,
+                                  sentencepiece_pieces)
 from lattices.posteriors import MAX_ORDER
 from lattices.theta import Theta
 
-__all__ = ["MODEL_UNIT_CONVENTION", "build_model_acceptor_shard", "build_model_lmatrix_shard", "model_unit_mapper"]
+__all__ = ["MODEL_UNIT_CONVENTION", "build_model_acceptor_shard", "build_model_lmatrix_shard", "mapping_statistics",
+           "model_unit_mapper"]
 
 MODEL_UNIT_CONVENTION = ("word arcs -> the pretrained model's SentencePiece ids of each word in its left context of "
                          "the detokenized, detruecased text, + 1 (weight on the first piece); <s> -> the search's "
@@ -49,7 +51,8 @@ def model_unit_mapper(vocab: Any, postprocess: Callable[[list[str]], str]) -> Mo
         raise ValueError(f"{type(tokenizer).__name__}: no SentencePiece processor or tokenize() to map lattices "
                          "with")
     return ModelUnitMapper(postprocess, sentencepiece_pieces(processor), tokenizer.convert_tokens_to_ids,
-                           bos_id=vocab.bos_id - vocab.offset, eos_id=vocab.eos_id - vocab.offset)
+                           bos_id=vocab.bos_id - vocab.offset, eos_id=vocab.eos_id - vocab.offset,
+                           unk_id=vocab.unk_id - vocab.offset)
 
 
 class _FastPieces:
@@ -65,16 +68,35 @@ class _FastPieces:
 def build_model_lmatrix_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMapper, vocab_size: int, theta: Theta,
                               alpha: float | None, semiring: str, nbest: int, out_path: Path,
                               order: int = MAX_ORDER, engine: str = "exact", max_states: int = 0,
-                              model: str = "") -> dict[str, Any]:
+                              model: str = "", encode: Callable[[str], list[int]] | None = None) -> dict[str, Any]:
     """Posteriors and L of the word lattice files (``<i>.fst``) in the model's units into one shard ``out_path``
-    (read back with lmatrix_shards.load_shard or LMatrixStore); returns the statistics of build_lmatrix_shard.
+    (read back with lmatrix_shards.load_shard or LMatrixStore); returns the statistics of build_lmatrix_shard and
+    the mapping's own (mapping_statistics).
 
     vocab_size: the decoder's target vocabulary (the model's output size + LABEL_OFFSET); the other arguments as
-    for build_lmatrix_shard; `model` names the model in the shard's signature.
+    for build_lmatrix_shard; `model` names the model in the shard's signature; `encode`: the model's tokenizer
+    (text -> ids without specials), to check the mapping on some paths of each lattice.
     """
-    return write_lmatrix_shard(lattice_paths, lambda lattice: map_lattice_to_model(lattice, mapper), vocab_size,
-                               theta, alpha, semiring, nbest, out_path, order, engine, max_states,
-                               {"units": MODEL_UNIT_CONVENTION, "model": model})
+    stats = write_lmatrix_shard(lattice_paths, lambda lattice: map_lattice_to_model(lattice, mapper), vocab_size,
+                                theta, alpha, semiring, nbest, out_path, order, engine, max_states,
+                                {"units": MODEL_UNIT_CONVENTION, "model": model})
+    return {**stats, **mapping_statistics(lattice_paths, mapper, encode)}
+
+
+def mapping_statistics(lattice_paths: Sequence[Path], mapper: ModelUnitMapper,
+                       encode: Callable[[str], list[int]] | None) -> dict[str, Any]:
+    """What the mapping met in these lattices: the words mapped and those with an <unk> piece (the model cannot
+    spell them, and the L of their <unk> would reward a word the model's output then drops), and with `encode`, the
+    paths checked against the tokenizer (mapping_mismatches: a few per lattice) and those that differ."""
+    found: dict[str, Any] = {"mapped_words": len(mapper.words), "unknown_words": sorted(mapper.unknown)}
+    if encode is not None:
+        from lattices.fst_io import read_lattice
+
+        check = mapping_mismatches([read_lattice(Path(p)) for p in lattice_paths], mapper, encode,
+                                   paths_per_lattice=3, all_paths_below=4)
+        found.update({"checked_paths": check.paths, "mismatched_paths": check.mismatches,
+                      "mismatch_examples": [text for text, _, _ in check.examples[:3]]})
+    return found
 
 
 def build_model_acceptor_shard(lattice_paths: Sequence[Path], mapper: ModelUnitMapper, nbest: int, out_path: Path,

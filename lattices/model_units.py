@@ -82,7 +82,9 @@ class ModelUnitMapper:
 
     postprocess: tokens -> text (TextProcessor.postprocess with subword=False: detruecase, unescape, detokenize);
     pieces: text -> SentencePiece pieces without the dummy prefix (a leading space gives "▁");
-    piece_ids: pieces -> the model's ids; bos_id, eos_id: the model's.
+    piece_ids: pieces -> the model's ids; bos_id, eos_id: the model's; unk_id: the model's <unk>, whose pieces are
+    counted: `words` holds every word mapped, `unknown` the written forms the model cannot spell (a piece maps to
+    <unk>).
     """
 
     postprocess: Callable[[list[str]], str]
@@ -90,6 +92,9 @@ class ModelUnitMapper:
     piece_ids: Callable[[list[str]], list[int]]
     bos_id: int
     eos_id: int
+    unk_id: int | None = None
+    words: set[str] = field(default_factory=set, repr=False)
+    unknown: set[str] = field(default_factory=set, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _probe(self, word: str) -> tuple[str, str, bool, bool]:
@@ -127,10 +132,20 @@ class ModelUnitMapper:
                 glued_left = context.quote_open
             surface = at_start if context.start else inside
             space = "" if (glued_left or context.glued) and not context.begin else " "
-            pieces = self.pieces(space + surface)
-            if not pieces:
-                raise ValueError(f"the word {word!r} has no pieces in the model's vocabulary")
-            self._cache[key] = tuple(self.piece_ids(pieces))
+            try:
+                pieces = self.pieces(space + surface)
+            except ValueError:  # characters the model does not know split with their neighbours: one <unk>
+                if self.unk_id is None:
+                    raise
+                pieces = []
+                self._cache[key] = (self.unk_id,)
+            else:
+                if not pieces:
+                    raise ValueError(f"the word {word!r} has no pieces in the model's vocabulary")
+                self._cache[key] = tuple(self.piece_ids(pieces))
+            self.words.add(word)
+            if self.unk_id is not None and self.unk_id in self._cache[key]:
+                self.unknown.add(surface)  # as it is written there (a sentence start capitalises it)
         return self._cache[key]
 
     def text_ids(self, text: str) -> tuple[int, ...]:

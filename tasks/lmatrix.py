@@ -114,7 +114,12 @@ class BuildLMatrix(VariantTask):
             "pruned": dict(sorted((s, m) for r in results for s, m in r["pruned"].items())),
             "theta": self.theta().signature(),
             "alpha": results[0]["signature"]["alpha"] if results else self.path_scale(),
+            **self.shard_statistics(results),
         }
+
+    def shard_statistics(self, results: list[dict[str, Any]]) -> dict[str, Any]:
+        """More statistics from the shards' own (a subclass's; none here), checked before the artifact is kept."""
+        return {}
 
 
 def lmatrix_for(task: PipelineTask, alpha: float, nbest: int = -1, stage: type[BuildLMatrix] | None = None,

@@ -20,6 +20,7 @@ import luigi
 from lattices.theta import Theta
 from pipeline.data.resolver import CHECKOUT
 from pipeline.config import PretrainedTaskConfig
+from pipeline.errors import PipelineError
 from pipeline.io import read_json, write_json
 from pipeline.nmt.pretrained import PretrainedModelError, model_folder
 from tasks.base import PipelineTask, _setting
@@ -136,6 +137,13 @@ class UnitMapping:
                                   truecaser=load_truecaser(Path(self.truecaser_dir), self.target), bpe=None)
         return model_unit_mapper(vocab, lambda words: processor.postprocess(words, subword=False)), len(vocab)
 
+    def encoder(self) -> Callable[[str], list[int]]:
+        """The model's tokenizer on target text: text -> its ids, without special tokens."""
+        from pipeline.nmt.pretrained import load_pretrained
+
+        tokenizer = load_pretrained(self.folder, self.source, self.target, local_files_only=True).vocab.tokenizer
+        return lambda text: list(tokenizer(text_target=text, add_special_tokens=False)["input_ids"])
+
 
 def _lmatrix_shard(mapping: UnitMapping, paths: list[Path], *settings: Any) -> dict:
     from lattices.model_shards import build_model_lmatrix_shard
@@ -143,7 +151,7 @@ def _lmatrix_shard(mapping: UnitMapping, paths: list[Path], *settings: Any) -> d
     mapper, size = mapping.mapper()
     theta, alpha, semiring, nbest, out_path, order, engine, max_states = settings
     return build_model_lmatrix_shard(paths, mapper, size, theta, alpha, semiring, nbest, out_path, order, engine,
-                                     max_states, model=mapping.folder)
+                                     max_states, model=mapping.folder, encode=mapping.encoder())
 
 
 def _acceptor_shard(mapping: UnitMapping, paths: list[Path], *settings: Any) -> dict:
@@ -179,6 +187,32 @@ class BuildPretrainedLMatrix(BuildLMatrix):
         lmbr = self.profile_config.lmbr
         return _lmatrix_shard, (unit_mapping(self), paths, theta, self.path_scale(), lmbr.semiring, self.nbest(),
                                 out_path, lmbr.order, lmbr.engine, lmbr.max_evidence_states)
+
+    def shard_statistics(self, results: list[dict[str, Any]]) -> dict[str, Any]:
+        """The mapping's statistics over the shards (lattices/model_shards.mapping_statistics); a PipelineError
+        naming the words when more of them than [pretrained] max_unknown_rate have an <unk> piece, or naming some
+        texts when more checked paths than max_mismatch_rate differ from the tokenizer's encoding."""
+        limits = self.config.pretrained
+        words = sum(r["mapped_words"] for r in results)
+        unknown = sorted({w for r in results for w in r["unknown_words"]})
+        checked, mismatched = sum(r["checked_paths"] for r in results), sum(r["mismatched_paths"] for r in results)
+        found = {"mapped_words": words, "unknown_words": unknown[:100], "unknown_word_count": len(unknown),
+                 "unknown_word_rate": round(len(unknown) / words, 6) if words else 0.0,
+                 "checked_paths": checked, "mismatched_paths": mismatched,
+                 "mismatch_rate": round(mismatched / checked, 6) if checked else 0.0}
+        where = f"{self.config.path}: [pretrained] model {self.config.pretrained.model}, split {self.split}"
+        if found["unknown_word_rate"] > limits.max_unknown_rate:
+            shown = ", ".join(repr(w) for w in unknown[:20]) + (", ..." if len(unknown) > 20 else "")
+            raise PipelineError(f"{where}: the model cannot spell {len(unknown)} of the {words} words of the PBMT "
+                                f"lattices ({found['unknown_word_rate']:.2%}, above max_unknown_rate "
+                                f"{limits.max_unknown_rate:.2%}): {shown}; L would reward their <unk> and the "
+                                "hybrids' outputs would drop them")
+        if found["mismatch_rate"] > limits.max_mismatch_rate:
+            examples = "; ".join(repr(t) for r in results for t in r["mismatch_examples"][:1])
+            raise PipelineError(f"{where}: {mismatched} of {checked} checked lattice paths map to other units than "
+                                f"the model's tokenizer gives ({found['mismatch_rate']:.2%}, above max_mismatch_rate "
+                                f"{limits.max_mismatch_rate:.2%}), e.g. {examples}")
+        return found
 
 
 class BuildPretrainedAcceptors(BuildAcceptors):

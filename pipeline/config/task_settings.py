@@ -81,6 +81,10 @@ class PretrainedTaskConfig:
     """
 
     model: str = ""
+    # BuildPretrainedLMatrix fails above these shares: lattice words the model cannot spell (an <unk> piece), and
+    # checked lattice paths whose units differ from the tokenizer's encoding of their text
+    max_unknown_rate: float = 0.01
+    max_mismatch_rate: float = 0.05
 
     def location(self, checkout: Path) -> str | Path | None:
         """The model as load_pretrained and model_folder take it: a folder's Path, a hub name, or None."""

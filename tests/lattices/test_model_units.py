@@ -142,7 +142,8 @@ def test_a_fast_tokenizer_without_a_sentencepiece_processor_maps_by_its_own_piec
     fast = fast_tokenizer(tmp_path / "target.spm")
     assert getattr(fast, "sp_model", None) is None and getattr(fast, "spm_target", None) is None
     size = len(fast)
-    vocab = types.SimpleNamespace(offset=LABEL_OFFSET, tokenizer=fast, bos_id=size + 1, eos_id=size + 2)
+    vocab = types.SimpleNamespace(offset=LABEL_OFFSET, tokenizer=fast, bos_id=size + 1, eos_id=size + 2,
+                                  unk_id=fast.unk_token_id + LABEL_OFFSET)
     mapper = model_unit_mapper(vocab, lambda words: processor.postprocess(words, subword=False))
     check = mapping_mismatches(word_lattices(english, processor), mapper, lambda text: fast(text)["input_ids"])
     assert check.paths > 200

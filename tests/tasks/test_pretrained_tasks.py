@@ -33,9 +33,10 @@ LAMBDAS = (0.01, 2.0)  # the test's grid: one value above 1, one small enough fo
 
 
 def with_model(configs_dir, model: str) -> None:
-    """The ger-eng config of `configs_dir` naming `model` in [pretrained]."""
+    """The ger-eng config of `configs_dir` naming `model` in [pretrained]. The test's model knows the capitals of
+    its training text only, so a lattice word that starts a sentence may have an <unk>: accepted up to 20%."""
     path = configs_dir / "tasks" / "ger-eng.toml"
-    path.write_text(path.read_text() + f'\n[pretrained]\nmodel = "{model}"\n')
+    path.write_text(path.read_text() + f'\n[pretrained]\nmodel = "{model}"\nmax_unknown_rate = 0.2\n')
 
 
 def tiny_grids(configs_dir) -> None:
@@ -201,3 +202,35 @@ def test_the_pretrained_model_option_names_the_model_of_every_task(tmp_path, cap
     finally:
         config.remove_option("lmbr", "pretrained_model")
     assert code == 2 and f"--pretrained-model: {missing}: no such model folder" in capsys.readouterr().err
+
+
+def test_the_mapping_s_unknown_words_and_mismatches_are_counted_in_each_lmatrix(run):
+    _, params, _ = run
+    from tasks.pretrained import BuildPretrainedLMatrix
+
+    stats = BuildPretrainedLMatrix(split="newstest2016", **params).signature()["stats"]
+    assert stats["mapped_words"] > 20 and 0 < stats["unknown_word_rate"] <= 0.2
+    assert stats["unknown_words"] and all(w[0].isupper() for w in stats["unknown_words"])  # sentence starts
+    assert stats["checked_paths"] >= 6 and stats["mismatch_rate"] <= 0.05
+
+
+def test_lattice_words_the_model_cannot_spell_fail_the_build_naming_them(run, tmp_path):
+    """A model whose SentencePiece vocabulary knows a few letters only: most lattice words get an <unk> piece, and
+    the L matrices are refused, naming the words, before anything is kept."""
+    from pipeline.errors import PipelineError
+    from tasks.pretrained import BuildPretrainedLMatrix
+
+    _, params, _ = run
+    narrow = tiny_marian(tmp_path / "narrow", seed=2, vocab_size=20, lines=["a e i o n s t r", "ein tor ist rot"] * 40)
+    config_dir = tmp_path / "configs"
+    shutil.copytree(params["config_dir"], config_dir)
+    path = config_dir / "tasks" / "ger-eng.toml"
+    text = re.sub(r'(?m)^model = ".*"$', f'model = "{narrow}"', path.read_text())
+    path.write_text(re.sub(r"(?m)^max_unknown_rate = .*$", "", text))
+    task = BuildPretrainedLMatrix(split="newstest2016", **{**params, "config_dir": str(config_dir)})
+    for needed in task.requires().values():
+        assert needed.complete() or needed.run() is None
+    with pytest.raises(PipelineError, match=r"ger-eng.toml: \[pretrained\] model .*: the model cannot spell \d+ of "
+                                            r"the \d+ words of the PBMT lattices .*above max_unknown_rate 1\.00%"):
+        task.run()
+    assert not task.complete()
