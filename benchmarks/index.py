@@ -51,6 +51,8 @@ PRODUCERS: dict[str, tuple[str | None, str]] = {
     "peer_nmt": ("peer_nmt.py", "our Transformer training against eole's"),
     "phrase_table": ("phrase_table.py", "phrase-table building phase by phase against another checkout"),
     "posteriors": ("posteriors.py", "posteriors + L against the PBMT decoding of the same sentences"),
+    "run_estimate": ("run_estimate.py", "reproduce-table's forecast before a build against a run's own build minutes, "
+                     "stage by stage"),
     "run_timeline": (None, "how a reproduce-table run spent its wall time"),
     "serve_load": ("serve_load.py", "lmbr serve under concurrent clients against offline translation"),
     "shrunken_ensemble": ("shrunken_ensemble.py", "the FNMT ensemble, unfolded, shrunken and its first member"),
