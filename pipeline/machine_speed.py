@@ -45,8 +45,30 @@ def torch_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _spawned(function: Any, *args: Any, **options: Any) -> Any:
+    """function(*args, **options) in a fresh spawned process. A probe's thread pool must never start in the calling
+    process: the processes it forks later (Luigi's workers) would inherit an OpenMP pool they cannot use, and hang
+    in their first parallel torch operation."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args, options)
+
+
 def gemm_gflops(threads: int, seconds: float = 1.5, size: int = 1024) -> float:
-    """The best rate of fp32 products of two size x size matrices over about `seconds`, in GFLOP/s."""
+    """The best rate of fp32 products of two size x size matrices over about `seconds`, in GFLOP/s (measured in a
+    spawned process)."""
+    return _spawned(_gemm_gflops, threads, seconds, size)
+
+
+def training_speed(architecture: str, profile: GruProfile | TransformerProfile, threads: int, vocab_size: int,
+                   updates: int = 6, warmup: int = 2) -> TrainingSpeed:
+    """Seconds per update of a fresh model of the profile's sizes, trained with its recipe's batch size on
+    synthetic text (`warmup` untimed updates, then `updates` timed ones), on the CPU, in a spawned process."""
+    return _spawned(_training_speed, architecture, profile, threads, vocab_size, updates, warmup)
+
+
+def _gemm_gflops(threads: int, seconds: float, size: int) -> float:
     with torch_threads(threads), torch.no_grad():
         a, b = torch.randn(size, size), torch.randn(size, size)
         torch.mm(a, b)  # the first call allocates and packs
@@ -71,10 +93,8 @@ def synthetic_text(lines: int, vocab_size: int, seed: int = 0) -> tuple[Parallel
     return ParallelText(sources, targets), Vocabulary.build([words])
 
 
-def training_speed(architecture: str, profile: GruProfile | TransformerProfile, threads: int, vocab_size: int,
-                   updates: int = 6, warmup: int = 2) -> TrainingSpeed:
-    """Seconds per update of a fresh model of the profile's sizes, trained with its recipe's batch size on
-    synthetic text (`warmup` untimed updates, then `updates` timed ones), on the CPU."""
+def _training_speed(architecture: str, profile: GruProfile | TransformerProfile, threads: int, vocab_size: int,
+                    updates: int, warmup: int) -> TrainingSpeed:
     from pipeline.nmt.models import model_config
 
     text, vocab = synthetic_text(2000, vocab_size)
