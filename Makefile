@@ -62,8 +62,12 @@ reproduce: install
 test: install test-system
 	TQDM_DISABLE=1 $(VENV)/bin/python -m pytest $(ARGS)
 
-# The docs site (mkdocs.yml: docs/), strict: a broken link or anchor, or a page left out of the nav, fails.
+# The docs site (mkdocs.yml: docs/), strict: a broken link or anchor, or a page left out of the nav, fails. First
+# the generated parts: the results page from results/<profile>/, and every generated region of README.md and docs/
+# from the result and benchmark JSON files they name (pipeline/report/doc_regions.py).
 docs: $(VENV_STAMP)
+	$(VENV)/bin/python -m pipeline.report.results_page
+	$(VENV)/bin/python -m pipeline.report.doc_regions
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # Deletes the work folders and the run outputs under results/ that git does not track (results/tiny, ...); the

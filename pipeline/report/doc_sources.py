@@ -1,0 +1,154 @@
+"""What the docs' generated regions draw from (pipeline/report/doc_regions.py): a run's folder or a benchmark's JSON.
+
+Block generators (`<!-- generated: NAME ARGS -->`):
+
+- `table1 DIR [bleu|chrf2]`: Table 1 of the run folder DIR, one row per task and one column per system (the
+  README's layout), the best score of each task in bold;
+- `provenance DIR`: per task, the commit, version, machine, workers and date of the run behind its cells;
+- `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
+- `table FILE PATH COLUMN...`: one row per element of the JSON list at PATH in FILE, a COLUMN being
+  `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the element).
+
+An inline value (`<!-- value: FILE PATH [FORMAT] -->`) is one field of a JSON file. PATH's segments, separated by
+`/`, are a key, a list index, or a filter `key=value,...` that picks the one element of a list whose fields match
+(an empty value matches ""; `task=eng-ger,system=TNMT,variant=`). FORMAT is a Python format spec (`.2f`, `+.1f`,
+`,.0f`); a value without one is written as it is.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.report import render
+
+
+class DocSourceError(ValueError):
+    """A generator or value that its source cannot give."""
+
+
+def _load(repo: Path, name: str) -> Any:
+    path = repo / name
+    if not path.is_file():
+        raise DocSourceError(f"no file {name}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DocSourceError(f"{name} is not JSON: {error}") from None
+
+
+def _step(node: Any, segment: str) -> Any:
+    if "=" in segment:
+        if not isinstance(node, list):
+            raise DocSourceError(f"filter {segment!r} applied to a {type(node).__name__}, not a list")
+        wanted = dict(pair.split("=", 1) for pair in segment.split(","))
+        found = [item for item in node if isinstance(item, dict)
+                 and all(str(item.get(key, "")) == value for key, value in wanted.items())]
+        if len(found) != 1:
+            raise DocSourceError(f"filter {segment!r} matches {len(found)} elements, not 1")
+        return found[0]
+    if isinstance(node, list):
+        try:
+            return node[int(segment)]
+        except (ValueError, IndexError):
+            raise DocSourceError(f"no element {segment!r} in a list of {len(node)}") from None
+    if not isinstance(node, dict) or segment not in node:
+        raise DocSourceError(f"no key {segment!r}")
+    return node[segment]
+
+
+def lookup(data: Any, path: str) -> Any:
+    """The element of `data` at PATH (see the module docstring)."""
+    node = data
+    for segment in path.split("/"):
+        node = _step(node, segment)
+    return node
+
+
+def render_value(spec: str, repo: Path) -> str:
+    parts = spec.split()
+    if len(parts) not in (2, 3):
+        raise DocSourceError("a value needs FILE PATH [FORMAT]")
+    value = lookup(_load(repo, parts[0]), parts[1])
+    if len(parts) == 2:
+        return str(value)
+    try:
+        return format(value, parts[2])
+    except (ValueError, TypeError) as error:
+        raise DocSourceError(f"cannot format {value!r} with {parts[2]!r}: {error}") from None
+
+
+def _table1(repo: Path, folder: str, metric: str = "bleu") -> str:
+    inputs = _load(repo, f"{folder}/report_inputs.json")
+    records = [r for r in _load(repo, f"{folder}/results.json") if not r.get("variant")]
+    scores = {(r["task"], r["system"]): r.get(metric) for r in records}
+    systems = [s for s in inputs["systems"] if any((t, s) in scores for t in inputs["tasks"])]
+    rows = []
+    for task in inputs["tasks"]:
+        cells = [scores.get((task, system)) for system in systems]
+        best = max((c for c in cells if c is not None), default=None)
+        rows.append([task, *(None if c is None else (f"**{c:.2f}**" if c == best else f"{c:.2f}") for c in cells)])
+    return render.markdown(["task", *systems], rows)
+
+
+def _provenance(repo: Path, folder: str) -> str:
+    inputs = _load(repo, f"{folder}/report_inputs.json")
+    rows = []
+    for task in inputs["tasks"]:
+        p = inputs.get("provenance", {}).get(task)
+        if p is None:
+            raise DocSourceError(f"{folder}/report_inputs.json has no provenance for {task}")
+        machine = f"{p.get('cpu', '?')} ({p.get('cores', '?')} cores, {p.get('cpu_variant', '?')})"
+        rows.append([task, p.get("commit", "?"), p.get("version", "?"), machine, p.get("workers"), p.get("date")])
+    return render.markdown(["task", "commit", "version", "machine", "workers", "date"], rows)
+
+
+def _include(repo: Path, name: str) -> str:
+    path = repo / name
+    if not path.is_file():
+        raise DocSourceError(f"no file {name}")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if lines and lines[0].startswith("#"):
+        lines = lines[1:]
+    if "Produced by:" in lines:
+        lines = lines[:lines.index("Produced by:")]
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def _cell(element: Any, column: str) -> tuple[str, str]:
+    if "=" not in column:
+        raise DocSourceError(f"column {column!r} is not Header=path[:format]")
+    header, source = column.split("=", 1)
+    path, _, spec = source.partition(":")
+    value = lookup(element, path)
+    try:
+        return header.replace("_", " "), format(value, spec) if spec else str(value)
+    except (ValueError, TypeError) as error:
+        raise DocSourceError(f"cannot format {value!r} with {spec!r}: {error}") from None
+
+
+def _table(repo: Path, name: str, path: str, *columns: str) -> str:
+    elements = lookup(_load(repo, name), path)
+    if not isinstance(elements, list) or not columns:
+        raise DocSourceError(f"{path} in {name} is not a list, or no columns given")
+    rows = [[_cell(element, column) for column in columns] for element in elements]
+    header = [h for h, _ in rows[0]] if rows else [c.split("=", 1)[0].replace("_", " ") for c in columns]
+    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    lines += ["| " + " | ".join(text for _, text in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+BLOCKS = {"table1": _table1, "provenance": _provenance, "include": _include, "table": _table}
+
+
+def render_block(spec: str, repo: Path) -> str:
+    name, *args = spec.split()
+    if name not in BLOCKS:
+        raise DocSourceError(f"unknown generator {name!r} (known: {', '.join(sorted(BLOCKS))})")
+    try:
+        text = BLOCKS[name](repo, *args)
+    except TypeError:
+        raise DocSourceError(f"wrong arguments for {name}: {args}") from None
+    except KeyError as error:
+        raise DocSourceError(f"missing field {error}") from None
+    return text if text.endswith("\n") else text + "\n"

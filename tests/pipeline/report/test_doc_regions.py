@@ -1,0 +1,84 @@
+import json
+
+import pytest
+
+from pipeline.report.doc_regions import DocRegionError, main, refreshed, stale_files
+from pipeline.report.doc_sources import DocSourceError, lookup
+
+
+@pytest.fixture
+def repo(tmp_path):
+    run = tmp_path / "results" / "medium"
+    run.mkdir(parents=True)
+    records = [{"task": t, "system": s, "variant": v, "bleu": b, "chrf2": b + 30}
+               for t, s, v, b in [("ger-eng", "PBMT", "", 21.94), ("ger-eng", "TNMT", "", 17.321),
+                                  ("ger-eng", "TNMT", "accelerated", 17.0), ("eng-ger", "PBMT", "", 16.89),
+                                  ("eng-ger", "TNMT", "", 15.891)]]
+    (run / "results.json").write_text(json.dumps(records))
+    (run / "report_inputs.json").write_text(json.dumps({
+        "tasks": ["ger-eng", "eng-ger"], "systems": ["PBMT", "FNMT", "TNMT"],
+        "provenance": {t: {"commit": "abc", "version": "1.0", "cpu": "AMD EPYC", "cores": 2, "cpu_variant": "AVX2",
+                           "workers": 2, "date": "2026-12-07"} for t in ("ger-eng", "eng-ger")}}))
+    (run / "regime.md").write_text("## Regime\n\n| task | holds |\n|---|---:|\n| ger-eng | no |\n\nProduced by:\n\n- x\n")
+    bench = tmp_path / "results" / "benchmarks"
+    bench.mkdir()
+    (bench / "speed.json").write_text(json.dumps({"ratio": 1.534, "rows": [{"name": "a", "wpm": 12345.6},
+                                                                          {"name": "b", "wpm": 999.0}]}))
+    (tmp_path / "docs").mkdir()
+    return tmp_path
+
+
+def test_a_value_and_a_table1_are_drawn_from_the_results(repo):
+    text = ("TNMT reaches <!-- value: results/medium/results.json task=eng-ger,system=TNMT,variant=/bleu .2f -->"
+            "9.99<!-- /value --> and is <!-- value: results/benchmarks/speed.json ratio .2f -->1<!-- /value -->x.\n\n"
+            "<!-- generated: table1 results/medium -->\nold\n<!-- end generated -->\n")
+    assert refreshed(text, repo / "README.md", repo) == (
+        "TNMT reaches <!-- value: results/medium/results.json task=eng-ger,system=TNMT,variant=/bleu .2f -->"
+        "15.89<!-- /value --> and is <!-- value: results/benchmarks/speed.json ratio .2f -->1.53<!-- /value -->x.\n\n"
+        "<!-- generated: table1 results/medium -->\n"
+        "| task | PBMT | TNMT |\n|---|---:|---:|\n| ger-eng | **21.94** | 17.32 |\n| eng-ger | **16.89** | 15.89 |\n"
+        "<!-- end generated -->\n")
+
+
+def test_a_table_of_json_rows_an_included_report_and_the_provenance(repo):
+    text = ("<!-- generated: table results/benchmarks/speed.json rows system=name words_a_minute=wpm:,.0f -->\n"
+            "<!-- end generated -->\n<!-- generated: include results/medium/regime.md -->\n<!-- end generated -->\n"
+            "<!-- generated: provenance results/medium -->\n<!-- end generated -->\n")
+    out = refreshed(text, repo / "x.md", repo)
+    assert "| system | words a minute |\n|---|---:|\n| a | 12,346 |\n| b | 999 |\n" in out
+    assert "| task | holds |\n|---|---:|\n| ger-eng | no |\n<!-- end generated -->" in out  # no heading, no footer
+    assert "| eng-ger | abc | 1.0 | AMD EPYC (2 cores, AVX2) | 2 | 2026-12-07 |" in out
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a\n<!-- generated: table9 results/medium -->\n<!-- end generated -->\n", "x.md:2: table9 results/medium: "
+                                                                             "unknown generator 'table9'"),
+    ("<!-- value: results/medium/results.json task=ger-eng,system=TNMT/bleu -->1<!-- /value -->",
+     "matches 2 elements, not 1"),
+    ("<!-- value: results/none.json a -->1<!-- /value -->", "x.md:1: results/none.json a: no file results/none.json"),
+    ("\n\n<!-- generated: table1 results/medium -->\nno end\n", "x.md:3: <!-- generated: ... without its closing"),
+    ("<!-- value: results/benchmarks/speed.json rows/0/name .2f -->1<!-- /value -->", "cannot format 'a'"),
+])
+def test_a_region_that_cannot_be_generated_names_the_file_and_line(repo, text, message):
+    with pytest.raises(DocRegionError, match=message.replace("(", r"\(").replace(".", r"\.").replace("'", "'")):
+        refreshed(text, repo.joinpath("x.md").relative_to(repo), repo)
+
+
+def test_a_stale_region_is_found_and_rewritten(repo, capsys):
+    (repo / "README.md").write_text("x\n<!-- generated: include results/medium/regime.md -->\nold\n"
+                                    "<!-- end generated -->\n")
+    (repo / "docs" / "page.md").write_text("nothing generated here, 1.5x\n")
+    assert stale_files(repo) == ["README.md:3"]
+    assert main(["--repo", str(repo), "--check"]) == 1
+    assert "stale generated region: README.md:3" in capsys.readouterr().err
+    assert main(["--repo", str(repo)]) == 0
+    assert stale_files(repo) == [] and "| ger-eng | no |" in (repo / "README.md").read_text()
+    (repo / "results" / "medium" / "regime.md").write_text("## R\n\n| task | holds |\n|---|---:|\n| ger-eng | yes |\n")
+    assert stale_files(repo) == ["README.md:5"]
+
+
+def test_lookup_walks_keys_indexes_and_filters():
+    data = {"a": [{"k": "x", "v": 1}, {"k": "y", "v": 2, "w": ""}]}
+    assert lookup(data, "a/1/v") == 2 and lookup(data, "a/k=x/v") == 1 and lookup(data, "a/k=y,w=/v") == 2
+    with pytest.raises(DocSourceError, match="no key 'b'"):
+        lookup(data, "b")
