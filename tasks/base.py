@@ -18,7 +18,10 @@ from typing import Any, Callable, ClassVar
 import luigi
 
 from pipeline import config as configs
+from pipeline.data.resolver import CHECKOUT
 from pipeline.io import atomic_dir, exclusive, read_json, remove_stale_temporaries, write_json
+from pipeline.machine import describe_cpu
+from pipeline.report.provenance import code_version
 from pipeline.signature import format_signature, param_hash
 from tasks.cluster import run_as_job, submits
 
@@ -190,6 +193,7 @@ class PipelineTask(luigi.Task):
         with atomic_dir(final) as tmp:
             stats = (build or self.build)(tmp)
             params = self.signature_params()
+            cpu = describe_cpu()
             write_json(tmp / "signature.json", {
                 "signature": format_signature({k: v for k, v in params.items() if k != "inputs"}),
                 "params": params,
@@ -199,4 +203,7 @@ class PipelineTask(luigi.Task):
                 "host": socket.gethostname(),
                 "user": getpass.getuser(),
                 "python": platform.python_version(),
+                # what built it, for the provenance of each cell of a report (pipeline/report/cell_provenance.py)
+                "code": code_version(CHECKOUT),
+                "cpu": {"model": cpu.model, "variant": cpu.variant},
             })

@@ -8,6 +8,7 @@ import luigi
 
 from pipeline.io import read_json
 from pipeline.report.learning_curves import Curve, read_curve
+from pipeline.report.cell_provenance import cell_run
 from pipeline.report.tables import Record
 from pipeline.config import TaskConfig
 from tasks.base import PipelineTask
@@ -154,5 +155,6 @@ class TaskReport(PipelineTask, luigi.WrapperTask):
                                   fallback_lines=len(signature["stats"].get("fallback_lines", [])),
                                   signature={"bleu": bleu["signature"], "artifact": signature["signature"]},
                                   timings=signature["stats"].get("timings", {"seconds": signature["seconds"]}),
-                                  source_words=signature["stats"].get("source_words"), variant=variant))
+                                  source_words=signature["stats"].get("source_words"), variant=variant,
+                                  run=cell_run(signature)))
         return records

@@ -25,6 +25,7 @@ from pipeline.errors import PipelineError
 from pipeline.io import write_text
 from pipeline.report.learning_curves import write_learning_curves
 from pipeline.report.merge import INPUTS_FILE, ReportInputs, check_mergeable, load_inputs, merge, save_inputs
+from pipeline.report.cell_provenance import cells_footer, with_task_fallback
 from pipeline.report.comparison import write_comparison
 from pipeline.report.provenance import build_span_seconds, footer, run_provenance
 from pipeline.report.results_page import PUBLISHED
@@ -81,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-estimate", action="store_true",
                    help="skip the forecast before the build (a few seconds of probes of this machine's speed, then "
                    "the expected minutes of each task and the wall time, recorded beside the actual ones)")
+    p.add_argument("--note", metavar="TEXT",
+                   help="a sentence kept in this run's provenance of each of its tasks and written under every "
+                   "table (what a reader of the numbers must know that the recorded fields cannot say: another load "
+                   "on the machine, a resumed run)")
     p.add_argument("--train-jobs", metavar="DIR",
                    help="train the NMT models elsewhere: pack each model's training job into DIR and stop at the "
                    "training stage, saying which jobs to run where (`lmbr train-jobs train DIR/JOB`, a GPU where "
@@ -251,10 +256,23 @@ def write_tables(out: Path, inputs: ReportInputs, workers: int) -> list[Path]:
     paths += write_stage_times(out, inputs.stage_times, inputs.tasks,
                                f"Build time of every stage per task, profile {inputs.profile}", workers)
     produced_by = footer(inputs.provenance, inputs.tasks)
-    for path in paths:  # under each table: what produced it
+    for path in paths:  # under each table: what produced it, and for a table of scores the build of each cell
         if path.suffix == ".md":
-            write_text(path, path.read_text(encoding="utf-8").rstrip("\n") + "\n" + produced_by)
+            write_text(path, path.read_text(encoding="utf-8").rstrip("\n") + "\n" + produced_by
+                       + cells_footer(_table_cells(path.name, inputs), inputs.tasks))
     return paths + [save_inputs(out, inputs)]
+
+
+SCORE_TABLES = {"table1": "", "table1_chrf": "", "finding": "", "regime": "", "significance": "", "table2": "variant"}
+
+
+def _table_cells(name: str, inputs: ReportInputs) -> list[tuple[str, str, dict[str, Any]]]:
+    """(task, system, run) of the cells a table of scores draws on (Table 2's: the variants'); [] for other files."""
+    kind = SCORE_TABLES.get(name.removesuffix(".md"))
+    if kind is None:
+        return []
+    return [(r.task, f"{r.system} {r.variant}".strip(), with_task_fallback(r.run, inputs.provenance.get(r.task)))
+            for r in inputs.records if bool(r.variant) == (kind == "variant") and r.system != "ROUNDTRIP"]
 
 
 def _saved_report(folder: Path, inputs: ReportInputs | None) -> ReportInputs:
@@ -397,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
     provenance = {task: run_provenance(CHECKOUT, profile, time.time() - started,
                                        build_span_seconds(f for f in graph if task in f.parts), args.workers,
                                        estimate_record(estimate, task))
-                  for task in tasks}
+                  | ({"note": args.note} if args.note else {}) for task in tasks}
     this_run = ReportInputs(
         profile=profile, eval_set=args.eval_set, tasks=tasks, systems=systems,
         records=[record for report in reports for record in report.records()],

@@ -28,6 +28,7 @@ class Record:
     variant: str = ""  # a Table 2 variant (research, accelerated); "" for Table 1
     chrf2: float | None = None  # corpus chrF2 (sacrebleu), beside BLEU
     fallback_lines: int = 0  # lattice systems: lines decoded without their lattice (it accepts nothing in the limit)
+    run: dict[str, Any] = field(default_factory=dict)  # the build that scored it (pipeline/report/cell_provenance.py)
 
 
 def table1(records: Sequence[Record], tasks: Sequence[str], systems: Sequence[str], metric: str = "bleu"

@@ -13,13 +13,17 @@ def run(tmp_path, data_dir, *extra, systems="none"):
                  "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out"), *extra])
 
 
+def produced_commit(tmp_path):
+    return json.loads((tmp_path / "out" / "report_inputs.json").read_text())["provenance"]["ger-eng"]["commit"]
+
+
 def test_writes_tables_and_results(tmp_path, data_dir, capsys):
     assert run(tmp_path, data_dir) == 0
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
     assert [(r["task"], r["system"], r["eval_set"]) for r in results] == [("ger-eng", "ROUNDTRIP", "newstest2016")]
     assert set(results[-1]) == {"task", "system", "eval_set", "bleu", "precisions", "signature", "timings",
-                               "source_words", "variant", "chrf2", "fallback_lines"}
+                               "source_words", "variant", "chrf2", "fallback_lines", "run"}
     assert results[-1]["bleu"] == pytest.approx(100.0) and len(results[-1]["precisions"]) == 4
     assert "tok:13a" in results[-1]["signature"]["bleu"]
     summary = (out / "data_summary.csv").read_text().splitlines()
@@ -44,8 +48,9 @@ def test_writes_tables_and_results(tmp_path, data_dir, capsys):
     assert (out / "results.json").read_text() == before
 
 
-def test_eval_set_by_split_name(tmp_path, data_dir):
-    assert run(tmp_path, data_dir, "--eval-set", "dev") == 0
+def test_eval_set_by_split_name_and_a_note_under_every_table(tmp_path, data_dir):
+    assert run(tmp_path, data_dir, "--eval-set", "dev", "--note", "Beside a test run.") == 0
+    assert "Beside a test run." in (tmp_path / "out" / "table1.md").read_text()
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results[0]["eval_set"] == "dev"
 
@@ -95,7 +100,12 @@ def test_a_run_of_one_task_merges_into_the_report_of_others(tmp_path, data_dir, 
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
     inputs = json.loads((out / "report_inputs.json").read_text())
-    other = {**results[0], "task": "eng-ger", "bleu": 42.0, "signature": {"bleu": "an earlier run's", "artifact": "x"}}
+    other = {**results[0], "task": "eng-ger", "bleu": 42.0, "signature": {"bleu": "an earlier run's", "artifact": "x"},
+             "run": {"commit": "feedfacecafe", "version": "0.8.0", "cpu": "elsewhere", "cpu_variant": "AVX2",
+                     "date": "2026-11-01"}}
+    # the cell's provenance is its evaluation artifact's build: this checkout, this machine
+    assert results[0]["run"]["commit"] == produced_commit(tmp_path) and results[0]["run"]["cpu_variant"] == \
+        describe_cpu().variant
     (out / "results.json").write_text(json.dumps([other, *results]))
     inputs["tasks"] = ["eng-ger", "ger-eng"]
     inputs["data_rows"] = [{**inputs["data_rows"][0], "task": "eng-ger"}, *inputs["data_rows"]]
@@ -103,8 +113,9 @@ def test_a_run_of_one_task_merges_into_the_report_of_others(tmp_path, data_dir, 
 
     assert run(tmp_path, data_dir) == 0
     merged = json.loads((out / "results.json").read_text())
-    assert [(r["task"], r["bleu"], r["signature"]) for r in merged] == [
-        ("eng-ger", 42.0, other["signature"]), ("ger-eng", results[0]["bleu"], results[0]["signature"])]
+    assert [(r["task"], r["bleu"], r["signature"], r["run"]) for r in merged] == [
+        ("eng-ger", 42.0, other["signature"], other["run"]),
+        ("ger-eng", results[0]["bleu"], results[0]["signature"], results[0]["run"])]  # found built: kept as it was
     assert [line.split(",")[0] for line in (out / "data_summary.csv").read_text().splitlines()] == [
         "task", "eng-ger", "ger-eng"]
     assert "eng-ger" in (out / "table1.md").read_text()
