@@ -33,7 +33,7 @@ def test_write_report_files(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     assert results == [{"task": "ger-eng", "system": "ROUNDTRIP", "eval_set": "devtest", "bleu": 99.9,
                         "precisions": [1.0, 2.0, 3.0, 4.0], "signature": {"bleu": "tok:13a"}, "timings": {},
-                        "source_words": None, "variant": "", "chrf2": None, "fallback_lines": 0}]
+                        "source_words": None, "variant": "", "chrf2": None, "fallback_lines": 0, "run": {}}]
     assert "12.50" in (tmp_path / "data_summary.md").read_text()
 
 
