@@ -5,6 +5,8 @@ Block generators (`<!-- generated: NAME ARGS -->`):
 - `table1 DIR [bleu|chrf2]`: Table 1 of the run folder DIR, one row per task and one column per system (the
   README's layout), the best score of each task in bold;
 - `provenance DIR`: per task, the commit, version, machine, workers and date of the run behind its cells;
+- `paper DIR REPORTED`: per task, the paper's Table 1 row (REPORTED: a JSON of the paper's reported scores) above
+  ours from the run folder DIR, with the two differences the paper's claim rests on (TNMT - PBMT, LTNMT - TNMT);
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
 - `table FILE PATH COLUMN...`: one row per element of the JSON list at PATH in FILE, a COLUMN being
   `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the element).
@@ -99,8 +101,30 @@ def _provenance(repo: Path, folder: str) -> str:
         if p is None:
             raise DocSourceError(f"{folder}/report_inputs.json has no provenance for {task}")
         machine = f"{p.get('cpu', '?')} ({p.get('cores', '?')} cores, {p.get('cpu_variant', '?')})"
-        rows.append([task, p.get("commit", "?"), p.get("version", "?"), machine, p.get("workers"), p.get("date")])
-    return render.markdown(["task", "commit", "version", "machine", "workers", "date"], rows)
+        stages = inputs.get("stage_times", {}).get(task, {}).get("stages", {})
+        work = f"{sum(stages.values()) / 60:.0f}" if stages else None
+        rows.append([task, p.get("commit", "?"), p.get("version", "?"), machine, p.get("workers"), p.get("date"),
+                     work])
+    return render.markdown(["task", "commit", "version", "machine", "workers", "date",
+                            "minutes of work (its stages summed)"], rows)
+
+
+PAPER_SYSTEMS = ("PBMT", "FNMT", "LNMT", "TNMT", "LTNMT")
+
+
+def _paper(repo: Path, folder: str, reported: str) -> str:
+    paper = _load(repo, reported)["table1"]
+    inputs = _load(repo, f"{folder}/report_inputs.json")
+    ours = {(r["task"], r["system"]): r["bleu"] for r in _load(repo, f"{folder}/results.json") if not r.get("variant")}
+    rows = []
+    for task in inputs["tasks"]:
+        for source, scores in (("the paper", paper.get(task, {})),
+                               ("ours", {s: ours.get((task, s)) for s in PAPER_SYSTEMS})):
+            cells = [scores.get(s) for s in PAPER_SYSTEMS]
+            gaps = [a - b if a is not None and b is not None else None
+                    for a, b in ((scores.get("TNMT"), scores.get("PBMT")), (scores.get("LTNMT"), scores.get("TNMT")))]
+            rows.append([task, source, *cells, *(None if g is None else f"{g:+.2f}" for g in gaps)])
+    return render.markdown(["task", "", *PAPER_SYSTEMS, "TNMT - PBMT", "LTNMT - TNMT"], rows)
 
 
 def _include(repo: Path, name: str) -> str:
@@ -138,7 +162,7 @@ def _table(repo: Path, name: str, path: str, *columns: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"table1": _table1, "provenance": _provenance, "include": _include, "table": _table}
+BLOCKS = {"table1": _table1, "provenance": _provenance, "paper": _paper, "include": _include, "table": _table}
 
 
 def render_block(spec: str, repo: Path) -> str:

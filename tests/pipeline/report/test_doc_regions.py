@@ -82,3 +82,12 @@ def test_lookup_walks_keys_indexes_and_filters():
     assert lookup(data, "a/1/v") == 2 and lookup(data, "a/k=x/v") == 1 and lookup(data, "a/k=y,w=/v") == 2
     with pytest.raises(DocSourceError, match="no key 'b'"):
         lookup(data, "b")
+
+
+def test_the_papers_rows_beside_ours_with_the_two_differences(repo):
+    (repo / "paper.json").write_text(json.dumps({"table1": {"ger-eng": {
+        "PBMT": 28.9, "FNMT": 32.8, "LNMT": 33.7, "TNMT": 35.2, "LTNMT": 35.4}}}))
+    out = refreshed("<!-- generated: paper results/medium paper.json -->\n<!-- end generated -->\n", repo / "x.md", repo)
+    assert "| ger-eng | the paper | 28.90 | 32.80 | 33.70 | 35.20 | 35.40 | +6.30 | +0.20 |" in out
+    assert "| ger-eng | ours | 21.94 | - | - | 17.32 | - | -4.62 | - |" in out
+    assert "| eng-ger | the paper | - | - | - | - | - | - | - |" in out  # a task the paper lacks: empty, not an error
