@@ -119,13 +119,18 @@ class ProcessDecoder:
     def start(self) -> None:
         """Starts the worker (again, after it died) and waits until it has loaded the system."""
         process, connection = start_worker(_serve, (str(self.folder), self.threads), "lmbr-decode")
+        self._process = process  # (a process that died while loading: its pid and exit code stay readable)
         if connection is None:
             raise RuntimeError(f"the decoding process could not load {self.folder} (exit code {process.exitcode})")
-        self._process, self._connection = process, connection
+        self._connection = connection
 
     @property
     def exitcode(self) -> int | None:
         return self._process.exitcode if self._process is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
 
     def send(self, entries: list[tuple[int, Prepared]]) -> None:
         """Hands sentences to the worker's pool (raises OSError when the worker has died)."""
@@ -139,6 +144,10 @@ class ProcessDecoder:
         except (EOFError, OSError):
             self._process.join(5)
             return None
+
+    def join(self, timeout: float) -> None:
+        if self._process is not None:
+            self._process.join(timeout)
 
     def close(self, timeout: float = 30) -> None:
         """Asks the worker to finish its pool and exit; kills it after `timeout` seconds."""

@@ -131,6 +131,7 @@ class DecodingService:
         self._threads = [threading.Thread(target=self._prepare_loop, args=(preparer,), name="lmbr-prepare",
                                           daemon=True) for preparer in self._preparers or [None]]
         self._keys = 0                                      # the last key given to a sentence sent to a worker
+        self.worker_ends: list[dict] = []                   # every decoding process that ended (`worker_end`)
         self._workers = [_Worker(ProcessDecoder(translator.system.folder))
                          for _ in range(decode_processes if translator.models is not None else 0)]
         for worker in self._workers:
@@ -217,6 +218,8 @@ class DecodingService:
             preparer.close()
         for worker in self._workers:
             worker.decoder.close(timeout=5 if self._aborted else 30)
+        for thread in self._threads:  # the collecting threads record how their processes ended (`worker_ends`)
+            thread.join(5)
 
     # ------------------------------------------------------------------------------------------------- threads
     def _finished(self) -> bool:
@@ -417,6 +420,7 @@ class DecodingService:
                     worker.gone = not closed and self._closing
                     worker.starting = not closed and not worker.gone
                     self._lock.notify_all()
+                self._record_end(worker, closed)
                 if keys:
                     self._lost(worker, keys, RuntimeError(f"the decoding process ended (exit code "
                                                           f"{worker.decoder.exitcode})"))
@@ -432,12 +436,25 @@ class DecodingService:
             for entry, hyps in ended:
                 self._ended(entry, hyps)
 
+    def _record_end(self, worker: _Worker, closed: bool, cause: str = "") -> None:
+        """Keeps how a decoding process ended (`worker_ends`): its pid, its exit code (negative: the signal that
+        killed it), and whether the service had closed it or it died (started again, unless shutting down)."""
+        decoder = worker.decoder
+        deadline = time.monotonic() + 5
+        while decoder.exitcode is None and time.monotonic() < deadline:  # its pipe closes before it is reaped, by
+            decoder.join(0.05)                                            # this thread or the one closing it
+        with self._lock:
+            cause = cause or ("closed" if closed else "died during shutdown" if worker.gone else "died")
+            self.worker_ends.append({"worker": self._workers.index(worker), "pid": decoder.pid,
+                                     "exitcode": decoder.exitcode, "cause": cause})
+
     def _restart(self, worker: _Worker) -> bool:
         """Starts a dead decoding process again. False when it could not start (it died while loading, or the system
         would not load): the worker is then gone, and said so on stderr unless the server is shutting down."""
         try:
             worker.decoder.start()
         except RuntimeError as e:
+            self._record_end(worker, closed=False, cause="died while starting")
             with self._lock:
                 worker.gone = True
                 if not self._closing:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,9 @@ def create_app(service: DecodingService, limits: ServerLimits = ServerLimits(),
     async def lifespan(app: Starlette):
         yield
         await asyncio.get_running_loop().run_in_executor(None, service.close, shutdown_seconds)
+        for end in service.worker_ends:  # how each decoding process ended, for whoever reads the server's log
+            print(f"lmbr serve: decoding process {end['worker']} (pid {end['pid']}) ended with exit code "
+                  f"{end['exitcode']}: {end['cause']}", file=sys.stderr, flush=True)
 
     return Starlette(routes=[Route("/translate", translate, methods=["POST"]),
                              Route("/languages", languages, methods=["GET"]),

@@ -308,7 +308,8 @@ def test_a_group_sigterm_while_a_worker_restarts_stops_the_server_cleanly(export
     starting worker does not die of it (the signals are blocked from before it is spawned until it ignores them),
     the restart finishes without a traceback, the server exits within 30 s with nothing left in its group, and every
     accepted request is answered: its offline translation, or an error for the sentences the killed worker held
-    (500) or that the 3 s shutdown time left (503)."""
+    (500) or that the 3 s shutdown time left (503). The service's record of how each decoding process ended (on
+    the server's log) shows the restarted one closed with exit code 0, not killed by the signal."""
     exports, raw = exported_systems
     folder = exports["LNMT"].folder()
     offline = dict(zip(raw, Translator(load_system(folder)).translate(raw)))
@@ -325,6 +326,7 @@ def test_a_group_sigterm_while_a_worker_restarts_stops_the_server_cleanly(export
         while not group_pids(group) - before and time.monotonic() < deadline:  # the new worker is spawned
             time.sleep(0.005)
         assert group_pids(group) - before, "the decoding process was not started again"
+        watched["killed"], watched["restarted"] = decoder, group_pids(group) - before
         return stop_and_watch(server, signal.SIGTERM, True)
 
     async def run():
@@ -341,6 +343,14 @@ def test_a_group_sigterm_while_a_worker_restarts_stops_the_server_cleanly(export
     assert status == 0 and seconds < 30, log
     assert "Traceback" not in log, log
     assert not wait_for_group_to_empty(group), "processes left in the server's group"
+    # how each decoding process ended, as the service recorded it: the killed one of SIGKILL, and the one started
+    # again closed by the server at shutdown with exit code 0, not killed by the group's SIGTERM (-15)
+    ends = {int(pid): (int(code), cause) for pid, code, cause in re.findall(
+        r"decoding process 0 \(pid (\d+)\) ended with exit code (-?\d+): ([a-z ]+)", log)}
+    assert ends.get(watched["killed"]) == (-signal.SIGKILL, "died"), log
+    restarted = [pid for pid in ends if pid != watched["killed"]]
+    assert len(restarted) == 1 and restarted[0] in watched["restarted"], log
+    assert ends[restarted[0]] == (0, "closed"), log
     assert all(isinstance(a, httpx.Response) for a in answers), answers  # every accepted request got an answer
     for k, answer in enumerate(answers):
         assert answer.status_code in (200, 500, 503), answer.text
