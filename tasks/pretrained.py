@@ -97,7 +97,10 @@ class PretrainedModel(PipelineTask):
         loaded = load_pretrained(folder, self.config.source, self.config.target, local_files_only=True)
         write_json(out / MODEL_FILE, {"model": str(self.location()), "folder": str(folder.resolve()), "files": files})
         return {"files": len(files), "bytes": sum((folder / name).stat().st_size for name in files),
-                "model_type": loaded.model.model.config.model_type, "target_vocabulary": len(loaded.vocab)}
+                "model_type": loaded.model.model.config.model_type, "target_vocabulary": len(loaded.vocab),
+                # what of its generation_config our search follows and what it does not; undeclared languages
+                "generation_followed": loaded.generation.followed, "generation_not_followed":
+                loaded.generation.not_followed, "languages_declared": loaded.languages_declared}
 
 
 def model_dir(task: PipelineTask) -> Path:

@@ -24,6 +24,7 @@ starts from the language token, so no hypothesis holds it and none pays for it, 
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +34,14 @@ import torch
 from torch import Tensor
 
 from pipeline.errors import PipelineError
+from pipeline.nmt.generation_config import GenerationRules, read_generation_rules
 from pipeline.nmt.interface import DecoderState
 from pipeline.vocab import TokenLookup
 
 __all__ = ["PretrainedModel", "PretrainedModelError", "PretrainedSystem", "PretrainedVocabulary",
            "is_pretrained_folder", "load_pretrained", "model_folder"]
+
+log = logging.getLogger(__name__)
 
 # ISO 639-1 codes of the tasks' languages -> ISO 639-3 (NLLB's codes start with them, e.g. deu_Latn)
 _ISO3 = {"de": "deu", "en": "eng", "zh": "zho", "ja": "jpn", "fr": "fra", "es": "spa", "ru": "rus", "cs": "ces"}
@@ -104,9 +108,10 @@ class PretrainedModel:
     joins_at_any_step = False
 
     def __init__(self, model, bos_id: int, eos_id: int, pad_id: int, prefix: Sequence[int] = (),
-                 offset: int = 0) -> None:
+                 offset: int = 0, banned: Sequence[int] = ()) -> None:
         self.model = model.eval()
         self.offset = offset
+        self.banned = tuple(banned)  # the model's ids it must never produce (its generation_config's bad words)
         self.bos_id, self.eos_id, self.pad_id = bos_id + offset, eos_id + offset, pad_id
         self.prefix = tuple(prefix)
         self.tgt_vocab_size = model.get_output_embeddings().weight.shape[0] + offset
@@ -148,6 +153,8 @@ class PretrainedModel:
     def step(self, state: DecoderState, prev_tokens: Tensor) -> tuple[Tensor, DecoderState]:
         """Consume prev_tokens [B]: log-probabilities [B, V] (float32) of the next token, the state at time + 1."""
         log_probs, state = self._forward(state, prev_tokens - self.offset if self.offset else prev_tokens)
+        if self.banned:
+            log_probs[:, list(self.banned)] = float("-inf")
         if self.offset:
             log_probs = torch.cat([log_probs.new_full((log_probs.shape[0], self.offset), float("-inf")), log_probs],
                                   dim=1)
@@ -187,6 +194,8 @@ class PretrainedSystem:
     model: PretrainedModel
     vocab: PretrainedVocabulary
     name: str
+    generation: GenerationRules | None = None  # what of the model's generation_config the search follows
+    languages_declared: bool = True  # False: the model does not say which languages it translates
 
 
 def is_pretrained_folder(path: Path) -> bool:
@@ -327,17 +336,23 @@ def load_pretrained(name_or_path: str | Path, source_lang: str, target_lang: str
 def _system(model, tokenizer, name: str, source_lang: str, target_lang: str, offset: int) -> PretrainedSystem:
     config = model.config
     forced = _target_language_id(tokenizer, target_lang, name)
+    declared = True
     if forced is None:  # one language pair (Marian): the tokenizer may say which
-        for side, ours, theirs in (("source", source_lang, getattr(tokenizer, "source_lang", None)),
-                                   ("target", target_lang, getattr(tokenizer, "target_lang", None))):
+        pair = (getattr(tokenizer, "source_lang", None), getattr(tokenizer, "target_lang", None))
+        for side, ours, theirs in (("source", source_lang, pair[0]), ("target", target_lang, pair[1])):
             if not _language_matches(ours, theirs):
                 raise PretrainedModelError(f"{name}: the model translates {tokenizer.source_lang} -> "
                                            f"{tokenizer.target_lang}, the task's {side} language is {ours}")
+        declared = all(pair)
+        if not declared:
+            log.warning("%s: the model does not declare the languages it translates; taken to translate %s -> %s "
+                        "as the task says (check that it does)", name, source_lang, target_lang)
     else:
         _set_source_language(tokenizer, source_lang, name)
-    start = config.decoder_start_token_id
-    eos = config.eos_token_id
-    eos = eos[0] if isinstance(eos, (list, tuple)) else eos
+    rules = read_generation_rules(model, name, multilingual=forced is not None)
+    start, eos = rules.decoder_start, rules.eos
+    if forced is None and rules.forced_bos is not None:  # a one-pair model whose config forces a first token
+        forced = rules.forced_bos
     size = model.get_output_embeddings().weight.shape[0]
     unk = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else config.pad_token_id
     names = tokenizer.convert_ids_to_tokens(list(range(size)))  # ids beyond the tokenizer's come back as <unk>
@@ -346,4 +361,5 @@ def _system(model, tokenizer, name: str, source_lang: str, target_lang: str, off
     bos, prefix = (start, ()) if forced is None else (forced, (start,))
     vocab = PretrainedVocabulary(("<eps>",) * offset + tokens, config.pad_token_id + offset, bos + offset,
                                  eos + offset, unk + offset, tokenizer, offset)
-    return PretrainedSystem(PretrainedModel(model, bos, eos, config.pad_token_id, prefix, offset), vocab, name)
+    return PretrainedSystem(PretrainedModel(model, bos, eos, config.pad_token_id, prefix, offset, rules.banned),
+                            vocab, name, rules, declared)
