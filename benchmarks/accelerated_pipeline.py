@@ -32,7 +32,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see beam_speed.py
 
 import torch  # noqa: E402
 
-from common import REPO, artifact_arguments, machine  # noqa: E402
+from common import OWN_RESULTS, REPO, artifact_arguments, machine  # noqa: E402
 from lattices.acceptor import build_acceptor_shard, load_acceptors  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--threads", type=int, default=1, help="torch threads (PBMT and posteriors use one process)")
     p.add_argument("--build", action="store_true", help="build missing artifacts with Luigi first")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/accelerated_pipeline.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "accelerated_pipeline.json")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     pipelines = Pipelines(args)

@@ -42,7 +42,7 @@ from typing import Any, Callable, ContextManager, Iterator, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, load_model, log, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, REPO, load_model, log, machine, source_ids  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
 from lattices.lmatrix_shards import LMatrixStore, build_lmatrix_shard  # noqa: E402
 from lattices.theta import Theta  # noqa: E402
@@ -338,7 +338,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fixed-rows", type=int, default=32, help="fixed-shapes: rows of every neural query")
     p.add_argument("--extra-beam", type=int, default=12)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/batch_invariance.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "batch_invariance.json")
     args = p.parse_args(argv)
     if args.lattices and not (args.codes and args.vocab):
         p.error("--lattices needs --codes and --vocab")

@@ -31,7 +31,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-from common import REPO, load_model, log, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, REPO, load_model, log, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.speed import plot_speed, speed_vs_batch, speed_vs_beam, streaming_vs_batching  # noqa: E402
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (the paper's setting is a GPU)")
     p.add_argument("--runs", type=int, default=2, help="timed runs per configuration (the fastest is kept)")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/beam_speed.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "beam_speed.json")
     args = p.parse_args(argv)
     args.beams = [int(b) for b in args.beams.split(",")]
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",")]

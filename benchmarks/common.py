@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from tasks.nmt import TrainNMT
 
 REPO = Path(__file__).resolve().parents[1]
+# a benchmark writes to the user's own folder unless told otherwise (--out): results/benchmarks/ holds the
+# published measurements, which a run on another machine must not replace by accident
+OWN_RESULTS = REPO / "results" / "benchmarks-local"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

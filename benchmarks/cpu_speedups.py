@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, load_model, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import timed, tokens_of  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-sentences", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", type=Path, default=None, help="default: results/benchmarks/cpu_speedups_<arch>.json")
+    p.add_argument("--out", type=Path, default=None, help="default: results/benchmarks-local/cpu_speedups_<arch>.json")
     p.set_defaults(random_vocab=0, architecture="gru", profile="medium")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:24s} {row['wpm']:9.0f} wpm  {row['speedup']:.2f}x  same 1-best {row['same_1best']}/"
               f"{row['sentences']}", file=sys.stderr)
     arch = "+".join(model_info["architectures"])
-    out = args.out or REPO / f"results/benchmarks/cpu_speedups_{arch}.json"
+    out = args.out or OWN_RESULTS / f"cpu_speedups_{arch}.json"
     summary = {"benchmark": "cpu_speedups", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                "machine": machine(args.threads), "model": model_info, "data": info, "beam": args.beam,
                "batch_sentences": args.batch_sentences, "runs": args.runs, "results": rows}

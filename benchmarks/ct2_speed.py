@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--alone", choices=("ours", "ct2"), help=argparse.SUPPRESS)  # --isolate's child processes
     p.add_argument("--precision", choices=tuple(COMPUTE_TYPES), help=argparse.SUPPRESS)
     p.add_argument("--job", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/ct2_speed.json")
+    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/ct2_speed.json")
     return p.parse_args(argv)
 
 

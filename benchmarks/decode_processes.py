@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sentences", type=int, default=96)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--json", default="results/benchmarks/decode_processes.json")
+    p.add_argument("--json", default="results/benchmarks-local/decode_processes.json")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

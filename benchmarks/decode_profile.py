@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import AVX2_ENV, REPO, load_model, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, AVX2_ENV, REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.io import read_json, write_json  # noqa: E402
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--isa", choices=["native", "avx2"], default="native",
                    help="avx2: torch, oneDNN, MKL and FBGEMM held to AVX2 in a child process")
     p.add_argument("--trace", action="store_true", help="also write each profile as a Chrome trace beside --out")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/decode_profile.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "decode_profile.json")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # the measurement of --isa avx2, into this file
     args = p.parse_args(argv)
     if args.child:

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, REPO, machine, source_ids  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources  # noqa: E402
 from pipeline.decode.scores import max_output_lengths  # noqa: E402
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sentences", type=int, default=500)
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/hf_export_agreement.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "hf_export_agreement.json")
     args = p.parse_args(argv)
     from transformers import AutoModelForSeq2SeqLM
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, machine  # noqa: E402
+from common import OWN_RESULTS, REPO, machine  # noqa: E402
 from pipeline.evaluation import corpus_bleu  # noqa: E402
 from pipeline.io import read_lines, write_json  # noqa: E402
 from pipeline.nmt.export_hf import ExportedVocabulary, export_checkpoint, load_exported  # noqa: E402
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         for system in systems:
             rows.append(compare(system, args, Path(tmp)))
             print(table(rows[-1:]).splitlines()[-1], file=sys.stderr)
-    out = args.out or REPO / f"results/benchmarks/hf_export_hybrid_{args.profile}_{args.task}.json"
+    out = args.out or OWN_RESULTS / f"hf_export_hybrid_{args.profile}_{args.task}.json"
     write_json(out, {"benchmark": "hf_export_hybrid", "command": " ".join([Path(sys.executable).name, *sys.argv]),
                      "machine": machine(args.threads, default_device().type),
                      "profile": args.profile, "task": args.task, "work_dir": str(args.work_dir),

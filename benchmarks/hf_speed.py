@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, RunClock, first_lines, machine, wait_for_load  # noqa: E402
+from common import OWN_RESULTS, REPO, RunClock, first_lines, machine, wait_for_load  # noqa: E402
 from pipeline.config import load_profile  # noqa: E402
 from pipeline.decode import SearchSettings, decode_sources, make_batches  # noqa: E402
 from pipeline.decode.batching import position_limit  # noqa: E402
@@ -230,7 +230,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--precisions", default="58.62,27.50,14.50,8.00", help="synthetic L: BLEU precisions for theta")
     p.add_argument("--nmt-lambda", type=float, help="LMBR's lambda (default: the profile's [lmbr] nmt_lambda)")
     p.add_argument("--gains", choices=("per_step", "bounded"), help="default: the profile's [lmbr] gains")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/hf_speed.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "hf_speed.json")
     return p.parse_args(argv)
 
 

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--memory", default="1G", help="lmplz -S")
     parser.add_argument("--tools", type=Path, default=REPO / "tools")
-    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/lm_train.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/lm_train.json")
     args = parser.parse_args(argv)
 
     tools = KenlmTools.locate(args.tools)

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch starts OpenMP: see beam_speed.py
 
-from common import REPO, load_model, machine, source_ids  # noqa: E402
+from common import OWN_RESULTS, REPO, load_model, machine, source_ids  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.decode.speed import QueryCounter, timed  # noqa: E402
 from lattices.fst_io import lattice_paths  # noqa: E402
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nmt-lambda", type=float, default=0.5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/lmbr_overhead.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "lmbr_overhead.json")
     p.set_defaults(random_vocab=0, architecture="gru", profile="medium")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)

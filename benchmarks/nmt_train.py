@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="chi-eng")
     parser.add_argument("--lines", type=int, default=20000, help="training pairs to batch from")
     parser.add_argument("--synthetic-vocab", type=int, default=10000, help="vocabulary size without real data")
-    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/nmt_train.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/nmt_train.json")
     parser.add_argument("--dev-bleu", default="", metavar="TASKS",
                         help="comma-separated tasks: also report greedy tuning-set BLEU of each architecture's "
                              "averaged seed-1 model, built with the Luigi tasks in --work-dir (trains if needed)")

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work-dir", default="work", help="as the run was given it (artifact ids depend on it); "
                                                      "relative to the checkout")
     p.add_argument("--config-dir", default=str(REPO / "configs"))
-    p.add_argument("--out", type=Path, default=None, help="JSON file (default: results/benchmarks/"
+    p.add_argument("--out", type=Path, default=None, help="JSON file (default: results/benchmarks-local/"
                                                            "output_stats_<profile>.json)")
     args = p.parse_args(argv)
     os.chdir(REPO)
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['length_ratio']:5.2f} {row['repeated_4grams']:>8} of {row['4grams']:<6} "
                   f"({100 * row['repeated_share']:.1f}%; {100 * row['repeated_share_unk_distinct']:.2f}% with each "
                   f"<unk> distinct, {row['unk_lines']} lines with <unk>)", flush=True)
-    out = args.out or REPO / "results" / "benchmarks" / f"output_stats_{args.profile}.json"
+    out = args.out or REPO / "results" / "benchmarks-local" / f"output_stats_{args.profile}.json"
     write_json(out, {"machine": machine(1), "profile": args.profile, "rows": rows})
     print(f"wrote {out}")
     return 0

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import kenlm  # noqa: E402
 
-from common import REPO, artifact_arguments, pbmt_inputs  # noqa: E402
+from common import OWN_RESULTS, REPO, artifact_arguments, pbmt_inputs  # noqa: E402
 from pipeline.io import write_json  # noqa: E402
 from pipeline.io import read_lines  # noqa: E402
 from pipeline.smt.decoder import Decoder, DecoderSettings  # noqa: E402
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engines", default="compiled,python",
                    help="searches to time side by side: compiled (pbmt_search.cpp), python (the reference)")
     p.add_argument("--runs", type=int, default=1, help="runs per engine and setting (the median is reported)")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/pbmt_decode.json")
+    p.add_argument("--out", type=Path, default=OWN_RESULTS / "pbmt_decode.json")
     args = p.parse_args(argv)
 
     from pipeline.config import load_profile

@@ -553,7 +553,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eole-workers", type=int, default=1, help="eole's data-loading processes")
     parser.add_argument("--peer-venv", type=Path, default=REPO / ".venv-peer")
     parser.add_argument("--run-dir", type=Path, default=REPO / "work" / "peer_nmt")
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "peer_nmt.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks-local" / "peer_nmt.json")
     parser.add_argument("--logs-dir", type=Path, default=None,
                         help="where every run's log is kept (default: beside --out, <out stem>_logs/)")
     parser.add_argument("--previous", type=Path, default=None,

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--reference", type=Path, help="another checkout of the repository, timed beside this one")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
-    p.add_argument("--json", type=Path, default=REPO / "results" / "benchmarks" / "phrase_table.json")
+    p.add_argument("--json", type=Path, default=REPO / "results" / "benchmarks-local" / "phrase_table.json")
     args = p.parse_args(argv)
     inputs = locate(args)
     checkouts = {"this": REPO, **({"reference": args.reference.resolve()} if args.reference else {})}

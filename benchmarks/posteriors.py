@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
-from common import REPO, redecode_seconds  # noqa: E402
+from common import OWN_RESULTS, REPO, redecode_seconds  # noqa: E402
 from lattices.evidence import DEFAULT_MAX_STATES  # noqa: E402
 from lattices.lattice import Lattice  # noqa: E402
 from lattices.lmatrix import build_lmatrix  # noqa: E402
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=7, help="decoder step: sentences per batch")
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="decoder step: torch threads (on a busy 2-core machine 2 threads is slower)")
-    parser.add_argument("--out", type=Path, default=REPO / "results/benchmarks/posteriors.json")
+    parser.add_argument("--out", type=Path, default=OWN_RESULTS / "posteriors.json")
     args = parser.parse_args(argv)
 
     lattices, vocab_size, source, read_seconds, indices = load_lattices(args)

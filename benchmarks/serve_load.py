@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                         "--soak-every seconds (0: no soak)")
     p.add_argument("--soak-clients", type=int, default=16)
     p.add_argument("--soak-every", type=float, default=10)
-    p.add_argument("--json", default="results/benchmarks/serve_load.json")
+    p.add_argument("--json", default="results/benchmarks-local/serve_load.json")
     args = p.parse_args(argv)
 
     import torch

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "shrunken_ensemble.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks-local" / "shrunken_ensemble.json")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3, help="timed runs of each side (median)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json", default="results/benchmarks/terms.json")
+    p.add_argument("--json", default="results/benchmarks-local/terms.json")
     args = p.parse_args(argv)
 
     import torch

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=os.environ.get("MT_DATA_DIR"),
                         help="the data folder <pair>/<split>.<lang>.gz (default: $MT_DATA_DIR)")
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks" / "text_roundtrip.json")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks-local" / "text_roundtrip.json")
     parser.add_argument("--train-lines", type=int, default=20000)
     parser.add_argument("--merges", type=int, default=4000)
     parser.add_argument("--tasks", nargs="*", default=[t.task for t in TARGETS], help="a subset of the tasks")

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gains", default="per_step,bounded")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/lmbr_gains.json")
+    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/lmbr_gains.json")
     args = p.parse_args(argv)
     import torch
 

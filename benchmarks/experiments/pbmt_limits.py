@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1, help="timed decodings per combination (median)")
     p.add_argument("--build", action="store_true", help="build the phrase table, LM and MERT weights first")
     p.add_argument("--tolerance", type=float, default=0.5, help="BLEU the suggestion may lose")
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/pbmt_limits.json")
+    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/pbmt_limits.json")
     args = p.parse_args(argv)
     args.table = args.lm = args.weights = args.input = None
     args.split, args.build_weights = "", True

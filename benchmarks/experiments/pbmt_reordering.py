@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stack-limit", type=int, default=0, help="stack of the speed runs (0: the artifacts')")
     p.add_argument("--processes", type=int, default=2)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks/pbmt_reordering.json")
+    p.add_argument("--out", type=Path, default=REPO / "results/benchmarks-local/pbmt_reordering.json")
     args = p.parse_args(argv)
 
     systems = {"distance": args.baseline, "msd-bidirectional-fe": args.reordering}
