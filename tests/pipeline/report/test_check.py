@@ -57,3 +57,18 @@ def test_the_command_exits_1_on_an_empty_folder(tmp_path, capsys):
     assert "table1.md: missing or empty" in capsys.readouterr().err
     assert main([str(complete_folder(tmp_path / "full")), "--tasks", "ger-eng,eng-ger", "--systems",
                  ",".join(SYSTEMS)]) == 0
+
+
+def test_the_tasks_may_stand_in_any_order_and_each_column_is_read_by_its_name(tmp_path):
+    out = complete_folder(tmp_path / "out")
+    (out / "table1.csv").write_text("system,eng-ger,ger-eng\nPBMT,17.5,20.1\nFNMT,2.9,3.2\nTNMT,,4.0\n")
+    assert check_report(out, TASKS, SYSTEMS, ["eng-ger"]) == [
+        f"{out / 'table1.csv'}: TNMT on eng-ger has no score (empty)"]
+    (out / "table1.csv").write_text("system,eng-ger\nPBMT,17.5\n")
+    assert "not the tasks ['ger-eng', 'eng-ger']" in check_report(out, TASKS, SYSTEMS, ["eng-ger"])[0]
+
+
+def test_the_published_medium_folder_is_complete():
+    from pipeline.report.results_page import REPO
+
+    assert main([str(REPO / "results" / "medium"), "--tasks", "all", "--systems", "all"]) == 0
