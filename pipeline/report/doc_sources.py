@@ -7,6 +7,8 @@ Block generators (`<!-- generated: NAME ARGS -->`):
 - `provenance DIR`: per task, the commit, version, machine, workers and date of the run behind its cells;
 - `paper DIR REPORTED`: per task, the paper's Table 1 row (REPORTED: a JSON of the paper's reported scores) above
   ours from the run folder DIR, with the two differences the paper's claim rests on (TNMT - PBMT, LTNMT - TNMT);
+- `estimates GLOB`: one row per forecast checked against a run (benchmarks/run_estimate.py's JSON files matching
+  GLOB): the machine, its measured GFLOP/s and seconds per Transformer update, the forecast and the actual minutes;
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
 - `table FILE PATH COLUMN...`: one row per element of the JSON list at PATH in FILE, a COLUMN being
   `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the element).
@@ -127,6 +129,27 @@ def _paper(repo: Path, folder: str, reported: str) -> str:
     return render.markdown(["task", "", *PAPER_SYSTEMS, "TNMT - PBMT", "LTNMT - TNMT"], rows)
 
 
+def _estimates(repo: Path, pattern: str) -> str:
+    rows = []
+    for path in sorted(repo.glob(pattern)):
+        run = _load(repo, path.relative_to(repo).as_posix())
+        forecast, machine = run["forecast"], run["forecast"]["machine"]
+        update = next((t["seconds_per_update"] for t in machine.get("training", []) if t["threads"] == 1), None)
+        built = [s for s in run.get("stages", []) if s.get("all_built")]
+        stages = (f"{sum(s['forecast_minutes'] for s in built):.0f} / {sum(s['actual_minutes'] for s in built):.0f}"
+                  if built else None)
+        rows.append([path.name, machine["cpu"], machine.get("gflops_1_thread"),
+                     next((v for k, v in machine.items() if k.startswith("gflops_") and k != "gflops_1_thread"), None),
+                     None if update is None else f"{update:.2f}", run["workers"],
+                     f"{forecast['wall_minutes']:.0f}",
+                     "partial run" if run.get("partial") else f"{run['actual_wall_minutes']:.0f}", stages])
+    if not rows:
+        raise DocSourceError(f"no file matches {pattern}")
+    return render.markdown(["run", "machine", "GFLOP/s, 1 thread", "GFLOP/s, all cores",
+                            "s per Transformer update (1000 tokens, 1 thread)", "workers", "forecast, min",
+                            "actual, min", "stages built: forecast / actual, min"], rows)
+
+
 def _include(repo: Path, name: str) -> str:
     path = repo / name
     if not path.is_file():
@@ -162,7 +185,8 @@ def _table(repo: Path, name: str, path: str, *columns: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"table1": _table1, "provenance": _provenance, "paper": _paper, "include": _include, "table": _table}
+BLOCKS = {"table1": _table1, "provenance": _provenance, "paper": _paper, "estimates": _estimates, "include": _include,
+          "table": _table}
 
 
 def render_block(spec: str, repo: Path) -> str:
