@@ -10,8 +10,10 @@ Block generators (`<!-- generated: NAME ARGS -->`):
 - `estimates GLOB`: one row per forecast checked against a run (benchmarks/run_estimate.py's JSON files matching
   GLOB): the machine, its measured GFLOP/s and seconds per Transformer update, the forecast and the actual minutes;
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
-- `table FILE PATH COLUMN...`: one row per element of the JSON list at PATH in FILE, a COLUMN being
-  `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the element).
+- `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, a
+  COLUMN being `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
+  element; `/path` from the file's root with `{key}` for the row's key; `@key` the key itself; a path that is not
+  there gives an empty cell).
 
 An inline value (`<!-- value: FILE PATH [FORMAT] -->`) is one field of a JSON file. PATH's segments, separated by
 `/`, are a key, a list index, or a filter `key=value,...` that picks the one element of a list whose fields match
@@ -56,13 +58,15 @@ def _step(node: Any, segment: str) -> Any:
             return node[int(segment)]
         except (ValueError, IndexError):
             raise DocSourceError(f"no element {segment!r} in a list of {len(node)}") from None
+    if isinstance(node, dict) and segment not in node and segment.replace("_", " ") in node:
+        segment = segment.replace("_", " ")  # a key with spaces, written with underscores
     if not isinstance(node, dict) or segment not in node:
         raise DocSourceError(f"no key {segment!r}")
     return node[segment]
 
 
 def lookup(data: Any, path: str) -> Any:
-    """The element of `data` at PATH (see the module docstring)."""
+    """The element of `data` at PATH (see the module docstring; `_` in a key stands for a space where needed)."""
     node = data
     for segment in path.split("/"):
         node = _step(node, segment)
@@ -162,12 +166,24 @@ def _include(repo: Path, name: str) -> str:
     return "\n".join(lines).strip("\n") + "\n"
 
 
-def _cell(element: Any, column: str) -> tuple[str, str]:
+def _cell(element: Any, column: str, root: Any = None, key: str = "") -> tuple[str, str]:
+    """One cell: `path` within the row's element; `/path` from the file's root, `{key}` standing for the row's key
+    (rows of a JSON object); `@key` the row's key itself. A path that is not there gives an empty cell."""
     if "=" not in column:
         raise DocSourceError(f"column {column!r} is not Header=path[:format]")
     header, source = column.split("=", 1)
     path, _, spec = source.partition(":")
-    value = lookup(element, path)
+    if path == "@key":
+        return header.replace("_", " "), key
+    try:
+        if path.startswith("/"):
+            value = lookup(root, path[1:].replace("{key}", key.replace(" ", "_")))
+        else:
+            value = lookup(element, path)
+    except DocSourceError as error:
+        if "no key" in str(error):
+            return header.replace("_", " "), ""
+        raise
     try:
         return header.replace("_", " "), format(value, spec) if spec else str(value)
     except (ValueError, TypeError) as error:
@@ -175,10 +191,12 @@ def _cell(element: Any, column: str) -> tuple[str, str]:
 
 
 def _table(repo: Path, name: str, path: str, *columns: str) -> str:
-    elements = lookup(_load(repo, name), path)
-    if not isinstance(elements, list) or not columns:
-        raise DocSourceError(f"{path} in {name} is not a list, or no columns given")
-    rows = [[_cell(element, column) for column in columns] for element in elements]
+    root = _load(repo, name)
+    elements = lookup(root, path)
+    if not isinstance(elements, (list, dict)) or not columns:
+        raise DocSourceError(f"{path} in {name} is not a list or an object, or no columns given")
+    keyed = elements.items() if isinstance(elements, dict) else (("", e) for e in elements)
+    rows = [[_cell(element, column, root, str(key)) for column in columns] for key, element in keyed]
     header = [h for h, _ in rows[0]] if rows else [c.split("=", 1)[0].replace("_", " ") for c in columns]
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
     lines += ["| " + " | ".join(text for _, text in row) + " |" for row in rows]

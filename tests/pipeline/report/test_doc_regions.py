@@ -91,3 +91,14 @@ def test_the_papers_rows_beside_ours_with_the_two_differences(repo):
     assert "| ger-eng | the paper | 28.90 | 32.80 | 33.70 | 35.20 | 35.40 | +6.30 | +0.20 |" in out
     assert "| ger-eng | ours | 21.94 | - | - | 17.32 | - | -4.62 | - |" in out
     assert "| eng-ger | the paper | - | - | - | - | - | - | - |" in out  # a task the paper lacks: empty, not an error
+
+
+def test_a_table_of_an_objects_keys_reads_other_parts_of_the_file_by_key(repo):
+    (repo / "bench.json").write_text(json.dumps({
+        "wpm": {"FNMT": 49177.7, "LNMT free": 23731.0},
+        "seconds": {"FNMT": {"total": 7.856}, "LNMT free": {"posteriors + L": 1.467, "total": 16.28}}}))
+    spec = ("table bench.json wpm system=@key L=/seconds/{key}/posteriors_+_L:.2f total=/seconds/{key}/total:.1f "
+            "words_a_minute=/wpm/{key}:,.0f")
+    out = refreshed(f"<!-- generated: {spec} -->\n<!-- end generated -->\n", repo / "x.md", repo)
+    assert "| system | L | total | words a minute |\n|---|---:|---:|---:|\n| FNMT |  | 7.9 | 49,178 |\n" \
+           "| LNMT free | 1.47 | 16.3 | 23,731 |\n" in out
