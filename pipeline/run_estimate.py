@@ -4,10 +4,11 @@ A run is a graph of stages. The minutes of each stage still to build come from:
 
 - NMT training: the model's updates times the seconds an update takes here (pipeline/machine_speed.py), plus
   VALIDATION_SHARE for its validations;
-- any other stage: the minutes an artifact of that stage took in a published run of the same profile and task
-  (results/<profile>/report_inputs.json: its stage times and artifact graph), times this machine's speed relative to
-  that run's, which is the ratio of the seconds a Transformer update takes here to the seconds it took there;
-  without a published run, the worker priorities' rough minutes per stage (tasks/worker_priority.py).
+- any other stage: the minutes an artifact of that stage took in a run of the same profile and task (the published
+  results/<profile>/report_inputs.json, else results/reference/<profile>/, a run kept for the forecast alone: its
+  stage times and artifact graph), times this machine's speed relative to that run's, which is the ratio of the
+  seconds a Transformer update takes here to the seconds it took there; without such a run, the worker priorities'
+  rough minutes per stage (tasks/worker_priority.py).
 
 The wall time is the list schedule of those minutes on the run's workers, longest remaining chain first, as the
 workers take them (tasks/worker_priority.py).

@@ -132,6 +132,13 @@ def published_folder(profile: str, eval_set: str, out: Path, named: str | None) 
     return folder
 
 
+def forecast_reference(profile: str) -> Path:
+    """The run the forecast scales from: the published results/<profile>, else results/reference/<profile> (a run of
+    an unpublished profile kept for the forecast alone); the first of them that holds a report."""
+    candidates = [CHECKOUT / "results" / profile, CHECKOUT / "results" / "reference" / profile]
+    return next((c for c in candidates if (c / INPUTS_FILE).is_file()), candidates[0])
+
+
 def model_argument(value: str) -> str:
     """--pretrained-model as PretrainedModel's `model` takes it: a hub name (owner/name, not a folder here) as it
     is; a folder as an absolute path (so that a missing one is named as a folder)."""
@@ -376,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.time()
     prioritise(reports)
-    estimate = None if args.no_estimate else estimate_run(reports, args.workers, CHECKOUT / "results" / profile)
+    estimate = None if args.no_estimate else estimate_run(reports, args.workers, forecast_reference(profile))
     if estimate is not None:
         print(describe_estimate(estimate), file=sys.stderr, flush=True)
     if args.scheduler_host:

@@ -60,6 +60,14 @@ def _per_artifact(report: luigi.Task, reference: ReferenceRun) -> dict[str, floa
     return {stage: seconds / max(1, counts.get(stage, 1)) for stage, seconds in reference.stage_seconds.items()}
 
 
+def _shown(folder: Path) -> str:
+    """`folder` relative to the checkout where it is inside it."""
+    try:
+        return Path(folder).resolve().relative_to(Path(__file__).resolve().parents[1]).as_posix()
+    except ValueError:
+        return str(folder)
+
+
 def estimate_run(reports: list[luigi.Task], workers: int, results: Path) -> RunEstimate:
     """The forecast of building what the reports still need (a few seconds of probes first)."""
     graph = [t for t in task_graph(reports) if isinstance(t, PipelineTask) and t.stage]
@@ -85,8 +93,8 @@ def estimate_run(reports: list[luigi.Task], workers: int, results: Path) -> RunE
         if task.task_name not in scales:
             reference = references.get(name)
             scales[name] = _scale(transformer.get(name), reference, speeds, 1)
-            basis.add(f"{name}: scaled from the published run ({reference.described})" if scales[name]
-                      else f"{name}: no published run of this profile to scale from; rough stage minutes")
+            basis.add(f"{name}: scaled from the run in {_shown(results)} ({reference.described})" if scales[name]
+                      else f"{name}: no run of this profile to scale from; rough stage minutes")
         if isinstance(task, TrainNMT):
             value = _training_minutes(task, speeds)
         else:

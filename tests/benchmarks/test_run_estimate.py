@@ -25,7 +25,7 @@ def test_each_stage_s_actual_minutes_are_its_artifacts_build_seconds(tmp_path, d
         {stage: round(value / 60, 2) for stage, value in seconds.items()}, abs=0.011)
     assert report["actual_wall_minutes"] == pytest.approx(sum(seconds.values()) / 60, abs=0.1)  # one worker
     assert report["forecast"]["wall_minutes"] > 0 and report["forecast"]["basis"] == [
-        "ger-eng: no published run of this profile to scale from; rough stage minutes"]
+        "ger-eng: no run of this profile to scale from; rough stage minutes"]
     with pytest.raises(SystemExit, match="signature.json: missing: the run did not finish"):
         benchmark("run_estimate").main(["--work-dir", str(tmp_path / "empty"), "--profile", "tiny", "--tasks",
                                         "ger-eng", "--systems", "none", "--out", str(out)])

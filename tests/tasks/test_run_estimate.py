@@ -51,7 +51,7 @@ def test_stages_scale_from_the_published_run_and_training_from_the_probe(tmp_pat
     assert estimate.stage_minutes["ger-eng"]["nmt"] == pytest.approx(updates * 0.2 * (1 + VALIDATION_SHARE) / 60,
                                                                     abs=0.01)
     assert estimate.machine["gflops_1_thread"] == 10.0 and estimate.basis == [
-        "ger-eng: scaled from the published run (AMD EPYC, AVX-512, 2 worker(s), 2026-12-04, commit abc)"]
+        f"ger-eng: scaled from the run in {published} (AMD EPYC, AVX-512, 2 worker(s), 2026-12-04, commit abc)"]
     assert estimate.task_minutes["ger-eng"] == pytest.approx(sum(estimate.stage_minutes["ger-eng"].values()), abs=0.1)
     assert 0 < estimate.wall_minutes <= estimate.task_minutes["ger-eng"] + 0.1
     lone = run_estimate.estimate_run([report], 1, published)
@@ -62,6 +62,13 @@ def test_without_a_published_run_the_rough_stage_minutes_are_said(tmp_path, data
     monkeypatch.setattr(run_estimate, "gemm_gflops", lambda threads, **_: 1.0)
     report = TaskReport(systems=("PBMT",), eval_set="devtest", **shared_params(tmp_path, data_dir))
     estimate = run_estimate.estimate_run([report], 1, tmp_path / "none")
-    assert estimate.basis == ["ger-eng: no published run of this profile to scale from; rough stage minutes"]
+    assert estimate.basis == ["ger-eng: no run of this profile to scale from; rough stage minutes"]
     assert "expected wall time: about" in run_estimate.describe_estimate(estimate)
     assert schedule_minutes({"a": []}, {"a": 1.0}, 1) == 1.0
+
+
+def test_the_forecast_scales_from_the_published_run_else_the_reference_run_of_an_unpublished_profile():
+    from tasks.reproduce import forecast_reference
+
+    assert forecast_reference("medium").as_posix().endswith("results/medium")  # published
+    assert forecast_reference("paper").as_posix().endswith("results/paper")  # neither: the published place
