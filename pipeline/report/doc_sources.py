@@ -10,10 +10,11 @@ Block generators (`<!-- generated: NAME ARGS -->`):
 - `estimates GLOB`: one row per forecast checked against a run (benchmarks/run_estimate.py's JSON files matching
   GLOB): the machine, its measured GFLOP/s and seconds per Transformer update, the forecast and the actual minutes;
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
-- `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, a
-  COLUMN being `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
-  element; `/path` from the file's root with `{key}` for the row's key; `@key` the key itself; a path that is not
-  there gives an empty cell).
+- `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, or
+  per element of a list that matches PATH's last segment when it is a filter, or per file when FILE is a glob (PATH
+  `.`); a COLUMN is `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
+  element; `/path` from the file's root, where `{key}` is the row's key and `{field}` the element's field; `@key`
+  the key, or the file's name without `.json`; a path that is not there gives an empty cell).
 
 An inline value (`<!-- value: FILE PATH [FORMAT] -->`) is one field of a JSON file. PATH's segments, separated by
 `/`, are a key, a list index, or a filter `key=value,...` that picks the one element of a list whose fields match
@@ -23,6 +24,7 @@ An inline value (`<!-- value: FILE PATH [FORMAT] -->`) is one field of a JSON fi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +179,8 @@ def _cell(element: Any, column: str, root: Any = None, key: str = "") -> tuple[s
         return header.replace("_", " "), key
     try:
         if path.startswith("/"):
-            value = lookup(root, path[1:].replace("{key}", key.replace(" ", "_")))
+            fields = {"key": key.replace(" ", "_"), **(element if isinstance(element, dict) else {})}
+            value = lookup(root, re.sub(r"\{(\w+)\}", lambda m: str(fields.get(m[1], m[0])), path[1:]))
         else:
             value = lookup(element, path)
     except DocSourceError as error:
@@ -190,12 +193,31 @@ def _cell(element: Any, column: str, root: Any = None, key: str = "") -> tuple[s
         raise DocSourceError(f"cannot format {value!r} with {spec!r}: {error}") from None
 
 
-def _table(repo: Path, name: str, path: str, *columns: str) -> str:
+def _rows(repo: Path, name: str, path: str) -> tuple[Any, list[tuple[str, Any]]]:
+    """The file's root and the (key, element) rows: a glob's files (PATH "."), the elements of a list or an object
+    at PATH, or those of a list that match a last filter segment."""
+    if "*" in name:
+        files = sorted(repo.glob(name))
+        if not files:
+            raise DocSourceError(f"no file matches {name}")
+        return None, [(f.stem, _load(repo, f.relative_to(repo).as_posix())) for f in files]
     root = _load(repo, name)
+    *parents, last = path.split("/")
+    if "=" in last:  # every element that matches, not exactly one
+        wanted = dict(pair.split("=", 1) for pair in last.split(","))
+        found = lookup(root, "/".join(parents)) if parents else root
+        return root, [("", e) for e in found if isinstance(e, dict)
+                      and all(str(e.get(k, "")) == v for k, v in wanted.items())]
     elements = lookup(root, path)
-    if not isinstance(elements, (list, dict)) or not columns:
-        raise DocSourceError(f"{path} in {name} is not a list or an object, or no columns given")
-    keyed = elements.items() if isinstance(elements, dict) else (("", e) for e in elements)
+    if not isinstance(elements, (list, dict)):
+        raise DocSourceError(f"{path} in {name} is not a list or an object")
+    return root, list(elements.items()) if isinstance(elements, dict) else [("", e) for e in elements]
+
+
+def _table(repo: Path, name: str, path: str, *columns: str) -> str:
+    if not columns:
+        raise DocSourceError("no columns given")
+    root, keyed = _rows(repo, name, path)
     rows = [[_cell(element, column, root, str(key)) for column in columns] for key, element in keyed]
     header = [h for h, _ in rows[0]] if rows else [c.split("=", 1)[0].replace("_", " ") for c in columns]
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]

@@ -102,3 +102,18 @@ def test_a_table_of_an_objects_keys_reads_other_parts_of_the_file_by_key(repo):
     out = refreshed(f"<!-- generated: {spec} -->\n<!-- end generated -->\n", repo / "x.md", repo)
     assert "| system | L | total | words a minute |\n|---|---:|---:|---:|\n| FNMT |  | 7.9 | 49,178 |\n" \
            "| LNMT free | 1.47 | 16.3 | 23,731 |\n" in out
+
+
+def test_a_table_of_the_matching_elements_of_a_list_and_one_of_files(repo):
+    (repo / "decode.json").write_text(json.dumps({"results": [
+        {"engine": "compiled", "stack": 200, "wpm": 57648.2}, {"engine": "python", "stack": 200, "wpm": 7153.9},
+        {"engine": "compiled", "stack": 50, "wpm": 113979.0}, {"engine": "python", "stack": 50, "wpm": 37939.0}]}))
+    spec = ("table decode.json results/engine=compiled stack=stack compiled=wpm:,.0f "
+            "Python=/results/engine=python,stack={stack}/wpm:,.0f")
+    out = refreshed(f"<!-- generated: {spec} -->\n<!-- end generated -->\n", repo / "x.md", repo)
+    assert "| 200 | 57,648 | 7,154 |\n| 50 | 113,979 | 37,939 |\n" in out
+    for task, bleu in (("b-task", 2.0), ("a-task", 1.0)):
+        (repo / f"run_{task}.json").write_text(json.dumps({"task": task, "quality": {"bleu": bleu}}))
+    out = refreshed("<!-- generated: table run_*.json . task=task file=@key BLEU=quality/bleu:.1f -->\n"
+                    "<!-- end generated -->\n", repo / "x.md", repo)
+    assert "| a-task | run_a-task | 1.0 |\n| b-task | run_b-task | 2.0 |\n" in out
