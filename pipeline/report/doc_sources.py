@@ -9,6 +9,9 @@ Block generators (`<!-- generated: NAME ARGS -->`):
   ours from the run folder DIR, with the two differences the paper's claim rests on (TNMT - PBMT, LTNMT - TNMT);
 - `estimates GLOB`: one row per forecast checked against a run (benchmarks/run_estimate.py's JSON files matching
   GLOB): the machine, its measured GFLOP/s and seconds per Transformer update, the forecast and the actual minutes;
+- `curves UPDATES SOURCE=Label...`: learning curves side by side, one row per update of UPDATES (`1000,2000`, or
+  `every:1000`) that some curve has, a cell "greedy BLEU / loss (minutes)"; a SOURCE is a benchmark's JSON with a
+  `curve`, a training run's `_metrics.csv`, or a run folder's curve (`results/medium/report_inputs.json#eng-jpn_TNMT_transformer_seed_1`);
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
 - `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, or
   per element of a list that matches PATH's last segment when it is a filter, or per file when FILE is a glob (PATH
@@ -156,6 +159,40 @@ def _estimates(repo: Path, pattern: str) -> str:
                             "actual, min", "stages built: forecast / actual, min"], rows)
 
 
+def _curve(repo: Path, source: str) -> dict[int, tuple[float, float, float]]:
+    """{update: (greedy BLEU, loss, minutes)} of one learning curve (see `curves`)."""
+    name, _, label = source.partition("#")
+    if name.endswith(".csv"):
+        import csv
+
+        path = repo / name
+        if not path.is_file():
+            raise DocSourceError(f"no file {name}")
+        with path.open(encoding="utf-8") as f:
+            return {int(r["update"]): (float(r["valid_bleu"]), float(r["valid_loss"]), float(r["elapsed_s"]) / 60)
+                    for r in csv.DictReader(f) if r["kind"] == "valid"}
+    data = _load(repo, name)
+    points = lookup(data, "curves/" + label) if label else data.get("curve")
+    if points is None:
+        raise DocSourceError(f"{name} holds no curve")
+    return {int(p["update"]): (p["valid_bleu"], p["valid_loss"], p["minutes"]) for p in points}
+
+
+def _curves(repo: Path, updates: str, *sources: str) -> str:
+    if not sources or any("=" not in s for s in sources):
+        raise DocSourceError("curves needs UPDATES and SOURCE=Label columns")
+    curves = [_curve(repo, s.rsplit("=", 1)[0]) for s in sources]
+    seen = sorted(set().union(*curves))
+    if updates.startswith("every:"):
+        step = int(updates.split(":", 1)[1])
+        rows = [u for u in seen if u % step == 0]
+    else:
+        rows = [int(u) for u in updates.split(",") if int(u) in seen]
+    cells = [[u, *(f"{c[u][0]:.2f} / {c[u][1]:.3f} ({c[u][2]:.1f})" if u in c else None for c in curves)]
+             for u in rows]
+    return render.markdown(["update", *(s.rsplit("=", 1)[1].replace("_", " ") for s in sources)], cells)
+
+
 def _include(repo: Path, name: str) -> str:
     path = repo / name
     if not path.is_file():
@@ -225,8 +262,8 @@ def _table(repo: Path, name: str, path: str, *columns: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLOCKS = {"table1": _table1, "provenance": _provenance, "paper": _paper, "estimates": _estimates, "include": _include,
-          "table": _table}
+BLOCKS = {"table1": _table1, "provenance": _provenance, "paper": _paper, "estimates": _estimates, "curves": _curves,
+          "include": _include, "table": _table}
 
 
 def render_block(spec: str, repo: Path) -> str:

@@ -117,3 +117,21 @@ def test_a_table_of_the_matching_elements_of_a_list_and_one_of_files(repo):
     out = refreshed("<!-- generated: table run_*.json . task=task file=@key BLEU=quality/bleu:.1f -->\n"
                     "<!-- end generated -->\n", repo / "x.md", repo)
     assert "| a-task | run_a-task | 1.0 |\n| b-task | run_b-task | 2.0 |\n" in out
+
+
+def test_learning_curves_side_by_side_from_a_json_a_metrics_csv_and_a_runs_report(repo):
+    (repo / "a.json").write_text(json.dumps({"curve": [{"update": 500, "minutes": 3.0, "valid_bleu": 0.5,
+                                                        "valid_loss": 6.5}, {"update": 1000, "minutes": 6.04,
+                                                        "valid_bleu": 1.234, "valid_loss": 5.7631}]}))
+    (repo / "b_metrics.csv").write_text("kind,update,elapsed_s,valid_loss,valid_bleu\ntrain,10,1.0,,\n"
+                                        "valid,1000,30.0,5.1,2.5\nvalid,1500,45.0,4.9,3.0\n")
+    inputs = json.loads((repo / "results/medium/report_inputs.json").read_text())
+    inputs["curves"] = {"ger-eng TNMT transformer seed 1": [{"update": 1500, "minutes": 9.0, "valid_bleu": 4.0,
+                                                             "valid_loss": 4.0}]}
+    (repo / "results/medium/report_inputs.json").write_text(json.dumps(inputs))
+    spec = ("curves every:500 a.json=CPU b_metrics.csv=GPU,_again "
+            "results/medium/report_inputs.json#ger-eng_TNMT_transformer_seed_1=the_run")
+    out = refreshed(f"<!-- generated: {spec} -->\n<!-- end generated -->\n", repo / "x.md", repo)
+    assert ("| update | CPU | GPU, again | the run |\n|---|---:|---:|---:|\n| 500 | 0.50 / 6.500 (3.0) | - | - |\n"
+            "| 1000 | 1.23 / 5.763 (6.0) | 2.50 / 5.100 (0.5) | - |\n"
+            "| 1500 | - | 3.00 / 4.900 (0.8) | 4.00 / 4.000 (9.0) |\n") in out
