@@ -14,10 +14,11 @@ Block generators (`<!-- generated: NAME ARGS -->`):
   `curve`, a training run's `_metrics.csv`, or a run folder's curve (`results/medium/report_inputs.json#eng-jpn_TNMT_transformer_seed_1`);
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
 - `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, or
-  per element of a list that matches PATH's last segment when it is a filter, or per file when FILE is a glob (PATH
-  `.`); a COLUMN is `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
+  per element of a list that matches PATH's last segment when it is a filter, or per file when FILE is a glob or a
+  comma-separated list of files (PATH `.`; another PATH: the rows at PATH of each file, keyed "file key"); a COLUMN is `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
   element; `/path` from the file's root, where `{key}` is the row's key and `{field}` the element's field; `@key`
-  the key, or the file's name without `.json`; a path that is not there gives an empty cell).
+  the key, or the file's name without `.json`; `a|b` the first of two paths that is there; a path that is not
+  there gives an empty cell).
 
 An inline value (`<!-- value: FILE PATH [FORMAT] -->`) is one field of a JSON file. PATH's segments, separated by
 `/`, are a key, a list index, or a filter `key=value,...` that picks the one element of a list whose fields match
@@ -214,16 +215,20 @@ def _cell(element: Any, column: str, root: Any = None, key: str = "") -> tuple[s
     path, _, spec = source.partition(":")
     if path == "@key":
         return header.replace("_", " "), key
-    try:
-        if path.startswith("/"):
-            fields = {"key": key.replace(" ", "_"), **(element if isinstance(element, dict) else {})}
-            value = lookup(root, re.sub(r"\{(\w+)\}", lambda m: str(fields.get(m[1], m[0])), path[1:]))
-        else:
-            value = lookup(element, path)
-    except DocSourceError as error:
-        if "no key" in str(error):
-            return header.replace("_", " "), ""
-        raise
+    value = None
+    for choice in path.split("|"):  # alternatives, the first that is there
+        try:
+            if choice.startswith("/"):
+                fields = {"key": key.replace(" ", "_"), **(element if isinstance(element, dict) else {})}
+                value = lookup(root, re.sub(r"\{(\w+)\}", lambda m: str(fields.get(m[1], m[0])), choice[1:]))
+            else:
+                value = lookup(element, choice)
+            break
+        except DocSourceError as error:
+            if "no key" not in str(error):
+                raise
+    if value is None:
+        return header.replace("_", " "), ""
     try:
         return header.replace("_", " "), format(value, spec) if spec else str(value)
     except (ValueError, TypeError) as error:
@@ -233,11 +238,17 @@ def _cell(element: Any, column: str, root: Any = None, key: str = "") -> tuple[s
 def _rows(repo: Path, name: str, path: str) -> tuple[Any, list[tuple[str, Any]]]:
     """The file's root and the (key, element) rows: a glob's files (PATH "."), the elements of a list or an object
     at PATH, or those of a list that match a last filter segment."""
-    if "*" in name:
-        files = sorted(repo.glob(name))
+    if "*" in name or "," in name:
+        files = sorted(repo.glob(name)) if "*" in name else [repo / n for n in name.split(",")]
         if not files:
             raise DocSourceError(f"no file matches {name}")
-        return None, [(f.stem, _load(repo, f.relative_to(repo).as_posix())) for f in files]
+        if path == ".":
+            return None, [(f.stem, _load(repo, f.relative_to(repo).as_posix())) for f in files]
+        rows = []  # each file's rows at PATH, keyed "file key"
+        for f in files:
+            for key, element in _rows(repo, f.relative_to(repo).as_posix(), path)[1]:
+                rows.append((f"{f.stem} {key}".strip(), element))
+        return None, rows
     root = _load(repo, name)
     *parents, last = path.split("/")
     if "=" in last:  # every element that matches, not exactly one
