@@ -135,3 +135,14 @@ def test_learning_curves_side_by_side_from_a_json_a_metrics_csv_and_a_runs_repor
     assert ("| update | CPU | GPU, again | the run |\n|---|---:|---:|---:|\n| 500 | 0.50 / 6.500 (3.0) | - | - |\n"
             "| 1000 | 1.23 / 5.763 (6.0) | 2.50 / 5.100 (0.5) | - |\n"
             "| 1500 | - | 3.00 / 4.900 (0.8) | 4.00 / 4.000 (9.0) |\n") in out
+
+
+def test_rows_of_several_files_at_one_path_and_the_first_present_of_two_paths(repo):
+    (repo / "p1.json").write_text(json.dumps({"date": "2026-12-01", "results": {"fp32": {"ms": 4.161}}}))
+    (repo / "p2.json").write_text(json.dumps({"machine": {"date": "2026-12-03"}, "results": {"fp32": {"ms": 15.74},
+                                                                                           "int8": {"ms": 9.26}}}))
+    out = refreshed("<!-- generated: table p1.json,p2.json results run=@key ms=ms:.1f -->\n<!-- end generated -->\n"
+                    "<!-- generated: table p1.json,p2.json . run=@key date=date|machine/date -->\n"
+                    "<!-- end generated -->\n", repo / "x.md", repo)
+    assert "| p1 fp32 | 4.2 |\n| p2 fp32 | 15.7 |\n| p2 int8 | 9.3 |\n" in out
+    assert "| p1 | 2026-12-01 |\n| p2 | 2026-12-03 |\n" in out
