@@ -148,14 +148,16 @@ def _estimates(repo: Path, pattern: str) -> str:
         built = [s for s in run.get("stages", []) if s.get("all_built")]
         stages = (f"{sum(s['forecast_minutes'] for s in built):.0f} / {sum(s['actual_minutes'] for s in built):.0f}"
                   if built else None)
-        rows.append([path.name, machine["cpu"], machine.get("gflops_1_thread"),
+        profile = re.search(r"--profile[ =](\S+)", run.get("command", ""))
+        rows.append([profile[1] if profile else run.get("profile"), ", ".join(forecast.get("task_minutes", {})),
+                     machine["cpu"], machine.get("gflops_1_thread"),
                      next((v for k, v in machine.items() if k.startswith("gflops_") and k != "gflops_1_thread"), None),
                      None if update is None else f"{update:.2f}", run["workers"],
                      f"{forecast['wall_minutes']:.0f}",
                      "partial run" if run.get("partial") else f"{run['actual_wall_minutes']:.0f}", stages])
     if not rows:
         raise DocSourceError(f"no file matches {pattern}")
-    return render.markdown(["run", "machine", "GFLOP/s, 1 thread", "GFLOP/s, all cores",
+    return render.markdown(["profile", "tasks", "machine", "GFLOP/s, 1 thread", "GFLOP/s, all cores",
                             "s per Transformer update (1000 tokens, 1 thread)", "workers", "forecast, min",
                             "actual, min", "stages built: forecast / actual, min"], rows)
 

@@ -146,3 +146,15 @@ def test_rows_of_several_files_at_one_path_and_the_first_present_of_two_paths(re
                     "<!-- end generated -->\n", repo / "x.md", repo)
     assert "| p1 fp32 | 4.2 |\n| p2 fp32 | 15.7 |\n| p2 int8 | 9.3 |\n" in out
     assert "| p1 | 2026-12-01 |\n| p2 | 2026-12-03 |\n" in out
+
+
+def test_the_forecasts_checked_per_cpu_class(repo):
+    (repo / "results/benchmarks/run_estimate_tiny_x.json").write_text(json.dumps({
+        "command": "python benchmarks/run_estimate.py --profile tiny --tasks all", "workers": 2, "partial": False,
+        "actual_wall_minutes": 14.6, "stages": [{"all_built": True, "forecast_minutes": 10.0, "actual_minutes": 12.0}],
+        "forecast": {"wall_minutes": 15.26, "task_minutes": {"ger-eng": 3.0, "eng-ger": 3.0}, "machine": {
+            "cpu": "AMD EPYC, 2 cores, AVX2", "gflops_1_thread": 77.9, "gflops_2_threads": 136.6,
+            "training": [{"threads": 1, "seconds_per_update": 0.8446}]}}}))
+    out = refreshed("<!-- generated: estimates results/benchmarks/run_estimate_*.json -->\n<!-- end generated -->\n",
+                    repo / "x.md", repo)
+    assert "| tiny | ger-eng, eng-ger | AMD EPYC, 2 cores, AVX2 | 77.90 | 136.60 | 0.84 | 2 | 15 | 15 | 10 / 12 |" in out
