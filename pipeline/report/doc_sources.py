@@ -11,11 +11,13 @@ Block generators (`<!-- generated: NAME ARGS -->`):
   GLOB): the machine, its measured GFLOP/s and seconds per Transformer update, the forecast and the actual minutes;
 - `curves UPDATES SOURCE=Label...`: learning curves side by side, one row per update of UPDATES (`1000,2000`, or
   `every:1000`) that some curve has, a cell "greedy BLEU / loss (minutes)"; a SOURCE is a benchmark's JSON with a
-  `curve`, a training run's `_metrics.csv`, or a run folder's curve (`results/medium/report_inputs.json#eng-jpn_TNMT_transformer_seed_1`);
+  `curve`, a training run's `_metrics.csv`, or a run folder's curve
+  (`results/medium/report_inputs.json#eng-jpn_TNMT_transformer_seed_1`);
 - `include FILE`: a report file (a run's `regime.md`, say) without its heading and its "Produced by" list;
 - `table FILE PATH COLUMN...`: one row per element of the JSON list (or per key of the object) at PATH in FILE, or
   per element of a list that matches PATH's last segment when it is a filter, or per file when FILE is a glob or a
-  comma-separated list of files (PATH `.`; another PATH: the rows at PATH of each file, keyed "file key"); a COLUMN is `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
+  comma-separated list of files (PATH `.`; another PATH: the rows at PATH of each file, keyed "file key"); a
+  COLUMN is `Header=path[:format]` (underscores in the header are spaces; path as for a value, within the
   element; `/path` from the file's root, where `{key}` is the row's key and `{field}` the element's field; `@key`
   the key, or the file's name without `.json`; `a|b` the first of two paths that is there; a path that is not
   there gives an empty cell).
