@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from lattices.openfst import BestPaths
 
 __all__ = ["NgramPosteriors", "best_path_posteriors", "forward_posteriors", "ngram_posteriors", "format_posteriors",
-           "string_posteriors", "MAX_ORDER"]
+           "sample_posteriors", "string_posteriors", "MAX_ORDER"]
 
 MAX_ORDER = 4
 
@@ -136,6 +136,22 @@ def string_posteriors(strings: Sequence[tuple[Sequence[int], float]] | StringArr
     values, prefix, last, gram_order = kernels.string_sums(strings.tokens, strings.offsets,
                                                            _string_weights(strings.costs), order)
     return _from_trie(values, prefix, last, gram_order, order)
+
+
+def sample_posteriors(samples: Sequence[Sequence[int]], order: int = MAX_ORDER,
+                      weights: Sequence[float] | None = None) -> NgramPosteriors:
+    """Posteriors of a sample set (the NMT's samples, drawn with repeats) as an evidence space: each string's
+    probability is its share of the samples (or of `weights`, one per sample), so p(u) is the share of the samples
+    that contain u; :func:`string_posteriors` over the distinct strings."""
+    if weights is not None and len(weights) != len(samples):
+        raise ValueError(f"{len(weights)} weights for {len(samples)} samples")
+    mass: dict[tuple[int, ...], float] = {}
+    for sample, weight in zip(samples, weights if weights is not None else [1.0] * len(samples)):
+        if weight < 0:
+            raise ValueError(f"a sample's weight must not be negative, not {weight}")
+        mass[tuple(sample)] = mass.get(tuple(sample), 0.0) + float(weight)
+    strings = [(s, -math.log(m)) for s, m in mass.items() if m > 0]
+    return string_posteriors(strings, order)
 
 
 def best_path_posteriors(best: BestPaths | None, order: int) -> NgramPosteriors:

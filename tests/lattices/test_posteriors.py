@@ -165,3 +165,25 @@ def test_an_expansion_that_outgrows_its_first_arrays_equals_brute_force(semiring
     paths = list(lattice.paths())
     assert len(paths) == width ** length
     assert_close(ngram_posteriors(lattice, 4, 1.0, semiring).as_dict(), brute_force(paths, 4, 1.0, semiring), 1e-9)
+
+
+def test_sample_set_posteriors_are_the_share_of_samples_containing_each_ngram():
+    """Against enumeration: every n-gram (orders 1-3) of every sample, counted once per sample that contains it."""
+    from lattices.posteriors import sample_posteriors
+
+    rng = np.random.default_rng(5)
+    samples = [tuple(int(t) for t in rng.integers(3, 8, size=rng.integers(1, 6))) for _ in range(40)]
+    samples += samples[:10]  # repeats count as often as they were drawn
+    expected: dict[tuple[int, ...], float] = {}
+    for sample in samples:
+        grams = {sample[i:i + n] for n in (1, 2, 3) for i in range(len(sample) - n + 1)}
+        for gram in grams:
+            expected[gram] = expected.get(gram, 0.0) + 1 / len(samples)
+    got = sample_posteriors(samples, order=3).as_dict()
+    assert got.keys() == expected.keys()
+    for gram, value in expected.items():
+        assert got[gram] == pytest.approx(value, abs=1e-12), gram
+    weighted = sample_posteriors([(3, 4), (4,)], order=2, weights=[3.0, 1.0]).as_dict()
+    assert weighted == pytest.approx({(3,): 0.75, (4,): 1.0, (3, 4): 0.75})
+    with pytest.raises(ValueError, match="2 weights for 1 samples"):
+        sample_posteriors([(3,)], weights=[1.0, 2.0])
