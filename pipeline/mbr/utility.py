@@ -10,6 +10,11 @@ counted once, so the H x R pairs only intersect counters, and the scores come fr
 (`BLEU.compute_bleu` with exp smoothing and effective order; `CHRF._compute_f_score`). tests/pipeline/mbr checks
 every entry against sacrebleu's sentence scores.
 
+Why no MBR library: `mbrs` does not resolve beside this project's pins (pip's dry run: its unbabel-comet needs
+huggingface-hub < 1.0, the pin is 2.4.0), and the metrics it would add (COMET, BLEURT, BERTScore) are not what the
+rows use; `fastchrf` resolves, but the sums here are sacrebleu's own, so every utility is the score Table 1's metrics
+give the pair, with nothing more to install.
+
 `chrf_aggregate` is reference aggregation (Vamvas and Sennrich 2024): the pseudo-references' n-gram counts are
 averaged into one reference, and each candidate is scored once against it, so the cost is linear in the references.
 It is not the mean of the pairwise chrF; it is the chrF against the averaged counts (fractional counts allowed).
