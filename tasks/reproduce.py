@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", metavar="TEXT",
                    help="a sentence kept in this run's provenance of each of its tasks and written under every "
                    "table (what a reader of the numbers must know that the recorded fields cannot say: another load "
-                   "on the machine, a resumed run)")
+                   "on the machine, a resumed run); with --report-only, added to the notes of the report's tasks")
     p.add_argument("--train-jobs", metavar="DIR",
                    help="train the NMT models elsewhere: pack each model's training job into DIR and stop at the "
                    "training stage, saying which jobs to run where (`lmbr train-jobs train DIR/JOB`, a GPU where "
@@ -289,11 +289,12 @@ def _saved_report(folder: Path, inputs: ReportInputs | None) -> ReportInputs:
     return inputs
 
 
-def rewrite_report(out: Path, other: Path | None = None) -> int:
+def rewrite_report(out: Path, other: Path | None = None, note: str | None = None) -> int:
     """--report-only: the tables of `out` written again from its report_inputs.json by this version's report code;
     nothing is built, and each task keeps the provenance of the run that produced it. With --merge-report, the
     report in `other` (a run on another machine or in another work folder) is merged in first, its cells replacing
-    the same cells of `out` as a run's would; `out` may then be new."""
+    the same cells of `out` as a run's would; `out` may then be new. With --note, the sentence joins the note of
+    every task's provenance (what a reader must know of a run, added after it by command, not by hand)."""
     inputs = load_inputs(out)
     if other is None or inputs is not None:
         inputs = _saved_report(out, inputs)
@@ -301,6 +302,10 @@ def rewrite_report(out: Path, other: Path | None = None) -> int:
         extra = _saved_report(other, load_inputs(other))
         check_mergeable(inputs, extra.profile, extra.eval_set, out)
         inputs = merge(inputs, extra, system_order=TABLE_SYSTEMS)
+    if note:
+        for provenance in inputs.provenance.values():
+            if note not in provenance.get("note", ""):
+                provenance["note"] = f"{provenance['note']} {note}" if provenance.get("note") else note
     workers = max((p.get("workers", 1) for p in inputs.provenance.values()), default=1)
     paths = write_tables(out, inputs, workers)
     print(f"wrote {', '.join(str(p) for p in paths)}")
@@ -348,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report_only or args.merge_report:
         profile = args.profile or luigi.configuration.get_config().get("lmbr", "profile")
         return rewrite_report(Path(args.out or default_out(profile, args.eval_set)),
-                              Path(args.merge_report) if args.merge_report else None)
+                              Path(args.merge_report) if args.merge_report else None, args.note)
     if args.workers < 1 or (args.processes is not None and args.processes < 1):
         raise PipelineError("--workers and --processes must be at least 1")
     config_dir = Path(args.config_dir or luigi.configuration.get_config().get("lmbr", "config_dir",

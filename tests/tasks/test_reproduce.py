@@ -141,6 +141,10 @@ def test_report_only_rewrites_the_tables_from_the_folder_alone(tmp_path, data_di
         assert "- ger-eng: commit 0123456789ab (lmbr-pipeline " in (out / name).read_text()
     assert not (tmp_path / "work").exists()  # nothing was built
 
+    assert main(["--report-only", "--out", str(out), "--note", "Resumed once."]) == 0  # a note added later
+    assert main(["--report-only", "--out", str(out), "--note", "Resumed once."]) == 0  # only once
+    assert (out / "table1.md").read_text().count("Resumed once.") == 1
+
     assert main(["--report-only", "--out", str(tmp_path / "empty")]) == 2
     assert f"{tmp_path / 'empty'} holds no report_inputs.json" in capsys.readouterr().err
 
