@@ -4,8 +4,9 @@
     .venv/bin/python -m pipeline.report.results_page --check   # exit 1 when either is out of date
 
 Every published profile's folder `results/<profile>/` (PUBLISHED: the runs the repository keeps; a local run of
-another profile, e.g. CI's tiny one, stays off the page) that holds a `table1.md` becomes a section: its tables embedded as the run wrote them (headings one level down), its figures copied into
-`docs/figures/<profile>/`. Nothing on the page is typed by hand, so a table on it is the table of the run, cell for
+another profile, e.g. CI's tiny one, stays off the page), and every published run's beside them (PUBLISHED_RUNS),
+that holds a `table1.md` becomes a section: its tables embedded as the run wrote them (headings one level down),
+its figures copied into `docs/figures/<folder>/`. Nothing on the page is typed by hand, so a table on it is the table of the run, cell for
 cell (tests/pipeline/report/test_results_page.py).
 """
 from __future__ import annotations
@@ -19,6 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 # the runs the repository keeps (results/<name>/, committed): the medium profile's (those of the former small profile,
 # whose NMT rows were under 1 BLEU, are no longer published)
 PUBLISHED = ("medium",)
+# published runs beside them that are not a profile's Table 1 (their folder names them: the strength curve of the
+# medium profile's eng-ger Transformer, run on an AVX2-only AMD EPYC)
+PUBLISHED_RUNS = ("medium-strength",)
 TABLES = ("table1.md", "finding.md", "regime.md", "significance.md", "table1_chrf.md", "table2.md", "data_summary.md",
           "figure1.md", "stage_times.md", "learning_curves.md", "strength_curve.md", "decoding_divergence.md")
 FIGURES = ("figure1.png", "figure2_*.png", "figure3_*.png", "stage_times.png", "learning_curves.png",
@@ -90,7 +94,8 @@ def curve_sections(results: Path) -> tuple[list[str], dict[str, Path]]:
     return sections, figures
 
 
-def build_page(results: Path = REPO / "results", profiles: tuple[str, ...] = PUBLISHED) -> Page:
+def build_page(results: Path = REPO / "results",
+               profiles: tuple[str, ...] = PUBLISHED + PUBLISHED_RUNS) -> Page:
     sections, figures = [HEADER.rstrip("\n")], {}
     for folder in profile_folders(results, profiles):
         text, shown = profile_section(folder)
