@@ -18,21 +18,25 @@ machine whose model gives the same scores.
 
     samples = sample_sources(model, src, src_lengths, max_lengths, SamplingSettings(samples=32, epsilon=0.02),
                              sentence_ids=torch.arange(N), seed=1)        # [N] lists of K Hypothesis, drawn order
+    samples = sample_batches(model, sources, settings, seed=1, batch_sentences=16)   # token ids in input order
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 from torch import Tensor
 
+from pipeline.decode.batching import make_batches, model_device, position_limit
 from pipeline.decode.finalize import Hypothesis
-from pipeline.decode.hooks import ScoreHook
-from pipeline.decode.scores import NEG_INF, force_eos
+from pipeline.decode.hooks import HookFactory, ScoreHook
+from pipeline.decode.scores import NEG_INF, force_eos, max_output_lengths
 from pipeline.nmt.interface import StepModel
 from pipeline.nmt.threads import serial_steps
+from pipeline.nmt.token_batches import pad_sequences
 
-__all__ = ["SamplingSettings", "epsilon_truncate", "sample_sources", "uniform_noise"]
+__all__ = ["SamplingSettings", "epsilon_truncate", "sample_batches", "sample_sources", "uniform_noise"]
 
 _MASK = 0xFFFFFFFF
 
@@ -41,11 +45,13 @@ _MASK = 0xFFFFFFFF
 class SamplingSettings:
     """samples: K per sentence; epsilon: the probability below which a token is never drawn (0: ancestral
     sampling); weight: the scale of the NMT log-probabilities, as in SearchSettings; max_length_a, max_length_b:
-    the length limit a * |source| + b (the caller's max_lengths)."""
+    the length limit a * |source| + b, as in SearchSettings."""
 
     samples: int = 32
     epsilon: float = 0.02
     weight: float = 1.0
+    max_length_a: float = 2.0
+    max_length_b: int = 10
 
     def __post_init__(self) -> None:
         if self.samples < 1:
@@ -145,4 +151,27 @@ def sample_sources(model: StepModel, src: Tensor, src_lengths: Tensor, max_lengt
                 limits = limits.index_select(0, still)
                 sentence = [sentence[s] for s in still.tolist()]
             t += 1
+    return results
+
+
+def sample_batches(model: StepModel, sources: Sequence[Sequence[int]], settings: SamplingSettings, seed: int,
+                   batch_sentences: int = 1, sort: bool = True, device: str | torch.device | None = None,
+                   hook_factory: HookFactory | None = None,
+                   ids: Sequence[int] | None = None) -> list[list[Hypothesis]]:
+    """The K samples of every source (token ids ending in EOS), in input order, as decode_sources gives n-best
+    lists: batches of `batch_sentences` (sorted by length when `sort`), the hook of a batch from its sentences'
+    indices in `sources`. A source's samples depend on the seed and its id (`ids`, default its index), not on the
+    batching."""
+    device = torch.device(device) if device is not None else model_device(model)
+    limit = position_limit(model)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    for batch in make_batches([len(s) for s in sources], batch_sentences, sort):
+        src, lengths = pad_sequences([sources[i] for i in batch], model.pad_id)
+        max_lengths = max_output_lengths(lengths, settings.max_length_a, settings.max_length_b, limit)
+        hook = hook_factory(batch, device) if hook_factory is not None else None
+        named = torch.tensor([ids[i] if ids is not None else i for i in batch], dtype=torch.long)
+        drawn = sample_sources(model, src.to(device), lengths.to(device), max_lengths.to(device), settings, named,
+                               seed, hook)
+        for i, samples in zip(batch, drawn):
+            results[i] = samples
     return results

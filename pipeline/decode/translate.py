@@ -28,6 +28,7 @@ from pipeline.decode.batching import decode_sources, position_limit
 from pipeline.decode.beam_search import SearchSettings
 from pipeline.decode.finalize import Hypothesis
 from pipeline.decode.hooks import HookFactory
+from pipeline.decode.sampling import SamplingSettings, sample_batches
 from pipeline.errors import DataError
 from pipeline.nmt.checkpoint import (CheckpointError, list_checkpoints, load_checkpoint, load_vocabularies,
                                      model_from_checkpoint)
@@ -169,15 +170,16 @@ def _subwords(line: str, source: TextProcessor | None) -> tuple[list[str], int]:
     return source.subwords(words), len(words)
 
 
-def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings,
+def translate_lines(lines: Sequence[str], models: LoadedModels, settings: SearchSettings | SamplingSettings,
                     target: TextProcessor | None = None, source: TextProcessor | None = None,
                     batch_sentences: int = 1, sort: bool = True, hook_factory: HookFactory | None = None,
-                    streaming: bool = False, refill: float = 1 / 6) -> Translation:
+                    streaming: bool = False, refill: float = 1 / 6, seed: int = 1) -> Translation:
     """Translate raw lines (or BPE lines when `source` is None; raw lines for a pretrained model); stats hold the
     timings (see the module docstring). `target` is required but for a pretrained model.
 
     `hook_factory` gets the indices of the input lines of a batch (empty lines are never decoded); `streaming` and
-    `refill`: see pipeline/decode/batching.py.
+    `refill`: see pipeline/decode/batching.py. With SamplingSettings the n-best lists are each line's K samples in
+    the order drawn (pipeline/decode/sampling.py, seeded by `seed` and the line's index), the first one the "1-best".
     """
     device, pretrained = models.device, models.pretrained
     if target is None and not pretrained:
@@ -206,8 +208,12 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
     factory = None
     if hook_factory is not None:
         factory = lambda batch, dev: hook_factory([decoded_lines[i] for i in batch], dev)  # noqa: E731
-    results = decode_sources(models.ensemble, sources, settings, batch_sentences, sort, device, factory,
-                             streaming=streaming, refill=refill)
+    if isinstance(settings, SamplingSettings):  # a line's samples follow from the seed and its input index
+        results = sample_batches(models.ensemble, sources, settings, seed, batch_sentences, sort, device, factory,
+                                 ids=decoded_lines)
+    else:
+        results = decode_sources(models.ensemble, sources, settings, batch_sentences, sort, device, factory,
+                                 streaming=streaming, refill=refill)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     decoded = time.perf_counter()
@@ -235,9 +241,12 @@ def translate_lines(lines: Sequence[str], models: LoadedModels, settings: Search
         "timings": {"preprocess": round(preprocessed - started, 3), "nmt_decode": round(seconds, 3),
                     "postprocess": round(finished - decoded, 3)},
         "device": str(device), "threads": torch.get_num_threads(), "models": len(models.ensemble),
-        "beam": settings.beam, "batch_sentences": batch_sentences, "sort": sort, "nbest": settings.nbest,
-        "streaming": streaming, "refill": refill if streaming else None,
-        "threshold": settings.threshold, "length_penalty": settings.length_penalty,
+        **({"samples": settings.samples, "epsilon": settings.epsilon, "seed": seed}
+           if isinstance(settings, SamplingSettings) else
+           {"beam": settings.beam, "nbest": settings.nbest, "threshold": settings.threshold,
+            "length_penalty": settings.length_penalty}),
+        "batch_sentences": batch_sentences, "sort": sort, "streaming": streaming,
+        "refill": refill if streaming else None,
         "max_length_a": settings.max_length_a, "max_length_b": settings.max_length_b,
         "backoff_sentences": sum(1 for hyps in nbest if hyps and hyps[0].backoff),
         **peak_memory(device),

@@ -83,3 +83,38 @@ def test_truncation_keeps_the_most_probable_token_and_bad_settings_are_errors():
         SamplingSettings(epsilon=1.0)
     with pytest.raises(ValueError, match="samples must be at least 1"):
         SamplingSettings(samples=0)
+
+
+def test_sample_batches_give_each_source_its_samples_whatever_the_batching():
+    from pipeline.decode.sampling import sample_batches
+
+    model = PrefixModel(vocab=8, seed=3)
+    sources = [s + [EOS] for s in SOURCES * 2]
+    settings = SamplingSettings(samples=8, epsilon=0.02, max_length_a=0, max_length_b=8)
+    one = sample_batches(model, sources, settings, seed=3, batch_sentences=1)
+    many = sample_batches(model, sources, settings, seed=3, batch_sentences=5, sort=False)
+    assert [[h.tokens for h in s] for s in one] == [[h.tokens for h in s] for s in many]
+    assert [[h.tokens for h in s] for s in one[:4]] != [[h.tokens for h in s] for s in one[4:]]  # ids differ
+
+
+def test_translate_lines_samples_each_line_and_mbr_chooses_among_the_texts(tmp_path):
+    """A tiny Marian model through translate_lines with SamplingSettings: K samples per line (an empty line none),
+    the same for the same seed whatever the batching, and the MBR choice among their texts by chrF."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    from pipeline.decode.translate import load_models, translate_lines
+    from pipeline.mbr.selection import mbr_choose
+    from pipeline.mbr.utility import chrf_matrix
+    from tests.pipeline.nmt.tiny_hf import synthetic_lines, tiny_family
+
+    models = load_models([tiny_family("marian", tmp_path / "m")], languages=("de", "en"))
+    lines = synthetic_lines(4, seed=9) + [""]
+    settings = SamplingSettings(samples=6, epsilon=0.02, max_length_a=0, max_length_b=20)
+    first = translate_lines(lines, models, settings, batch_sentences=2, seed=5)
+    again = translate_lines(lines, models, settings, batch_sentences=5, sort=False, seed=5)
+    assert first.nbest_text == again.nbest_text
+    assert [len(samples) for samples in first.nbest_text] == [6, 6, 6, 6, 0]
+    assert first.stats["samples"] == 6 and first.stats["seed"] == 5 and "beam" not in first.stats
+    for texts in first.nbest_text[:4]:
+        choice = mbr_choose(chrf_matrix(texts, texts))
+        assert texts[choice.index] in texts and choice.expected.shape == (6,)
