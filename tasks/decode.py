@@ -467,21 +467,25 @@ class DecodePNMT(DecodeNMT):
     """PNMT: the pretrained model ([pretrained] model) alone, through our batched beam search."""
 
     system, models = "PNMT", "PNMT"
+    version = 2  # 2: the model's generation config followed (bad words and suppressed tokens never produced)
 
 
 class DecodeLPNMT(DecodeNMT):
     """LPNMT: the pretrained model with LMBR (the L of the split's PBMT lattices in the model's units)."""
 
     system, models, lmbr = "LPNMT", "PNMT", True
+    version = 2  # 2: the model's generation config followed (bad words and suppressed tokens never produced)
 
 
 class DecodePNMTLattice(DecodeNMT):
     """PNMT-lat: the pretrained model rescoring the PBMT lattice (the search kept in its strings)."""
 
     system, models, constrained = "PNMT-lat", "PNMT", True
+    version = 2  # 2: the model's generation config followed (bad words and suppressed tokens never produced)
 
 
 class DecodeLPNMTLattice(DecodeNMT):
     """LPNMT-lat: LPNMT kept in the strings of the PBMT lattice."""
 
     system, models, lmbr, constrained = "LPNMT-lat", "PNMT", True, True
+    version = 2  # 2: the model's generation config followed (bad words and suppressed tokens never produced)
