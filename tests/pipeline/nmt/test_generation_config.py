@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-import torch
 
 pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
@@ -13,22 +12,10 @@ pytest.importorskip("sentencepiece")
 from pipeline.nmt.generation_config import read_generation_rules  # noqa: E402
 from pipeline.nmt.pretrained import load_pretrained  # noqa: E402
 from tests.pipeline.nmt.test_pretrained import assert_same_nbest, generate_nbest, our_nbest  # noqa: E402
-from tests.pipeline.nmt.tiny_hf import FAMILIES, synthetic_lines, tiny_family, tiny_marian  # noqa: E402
+from tests.pipeline.nmt.tiny_hf import (FAMILIES, bias_token, synthetic_lines, tiny_family,  # noqa: E402
+                                        tiny_marian)
 
 LINES = synthetic_lines(6, seed=11)
-
-
-def favour(model, token: int, bias: float) -> None:
-    """Make `token` the likeliest output at every step (as tiny_hf biases EOS, on hidden unit 1)."""
-    with torch.no_grad():
-        if hasattr(model, "final_logits_bias"):
-            model.final_logits_bias[0, token] += bias
-            return
-        norm = model.get_decoder().layer_norm
-        norm.weight[1], norm.bias[1] = 0.0, 1.0
-        head = model.get_output_embeddings().weight
-        head[:, 1] = 0.0
-        head[token, 1] = bias
 
 
 def with_generation_config(folder, family: str, **settings):
@@ -41,7 +28,7 @@ def with_generation_config(folder, family: str, **settings):
     tokenizer = AutoTokenizer.from_pretrained(folder)
     banned = tokenizer.pad_token_id if family == "marian" else tokenizer.convert_tokens_to_ids(
         tokenizer.tokenize("haus")[0])
-    favour(model, banned, 6.0)
+    bias_token(model, banned, 6.0, unit=1)  # unit 0 carries tiny_hf's EOS bias
     for key, value in {"bad_words_ids": [[banned]], **settings}.items():
         setattr(model.generation_config, key, value)
     model.save_pretrained(folder)

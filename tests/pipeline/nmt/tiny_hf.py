@@ -43,18 +43,24 @@ def _pieces(spm: Path) -> list[str]:
             if processor.id_to_piece(i) != "<unk>"]
 
 
-def _bias_eos(model, eos_id: int, eos_bias: float) -> None:
-    """Make EOS likely at every step: a logit bias (Marian's final_logits_bias) or, for models without one, a
-    constant hidden unit read only by EOS's output row (the decoder's final layer norm gives unit 0 the value 1)."""
+def bias_token(model, token: int, bias: float, unit: int = 0) -> None:
+    """Make `token` likely at every step: a logit bias (Marian's final_logits_bias) or, for models without one, a
+    constant hidden unit `unit` read only by that token's output row (the decoder's final layer norm gives the unit
+    the value 1)."""
     with torch.no_grad():
         if hasattr(model, "final_logits_bias"):
-            model.final_logits_bias[0, eos_id] = eos_bias
+            model.final_logits_bias[0, token] += bias
             return
         norm = model.get_decoder().layer_norm
-        norm.weight[0], norm.bias[0] = 0.0, 1.0
+        norm.weight[unit], norm.bias[unit] = 0.0, 1.0
         head = model.get_output_embeddings().weight
-        head[:, 0] = 0.0
-        head[eos_id, 0] = eos_bias
+        head[:, unit] = 0.0
+        head[token, unit] = bias
+
+
+def _bias_eos(model, eos_id: int, eos_bias: float) -> None:
+    """Make EOS likely at every step (hidden unit 0 where the model has no logit bias)."""
+    bias_token(model, eos_id, eos_bias)
 
 
 def marian_tokenizer(folder: Path, seed: int = 0, source_lang: str = "de", target_lang: str = "en",
