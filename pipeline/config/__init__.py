@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.config.profile_settings import (DISTILLATIONS, GAIN_FORMS, PRECISIONS, TRAIN_SOURCES, BpeProfile,
                                               DataProfile, DecodeProfile, GruProfile, LmbrProfile, LmProfile,
-                                              NmtProfile, NmtTrainingProfile, PbmtProfile, Profile,
+                                              NmtProfile, NmtTrainingProfile, PbmtProfile, Profile, SampleMbrProfile,
                                               TransformerProfile, VariantProfile)
 from pipeline.config.task_settings import (ARCHIVE_FORMATS, CHECKSUM_ALGORITHMS, TOKENIZERS, BpeTaskConfig,
                                            CorpusConfig, DownloadConfig, LanguageConfig, LmTaskConfig,
@@ -24,7 +24,7 @@ from pipeline.errors import ConfigError
 __all__ = ["ARCHIVE_FORMATS", "CHECKSUM_ALGORITHMS", "CONFIG_DIR", "DISTILLATIONS", "GAIN_FORMS", "PRECISIONS",
            "TOKENIZERS", "TRAIN_SOURCES", "BpeProfile", "BpeTaskConfig", "CorpusConfig", "DataProfile", "DecodeProfile",
            "DownloadConfig", "GruProfile", "LanguageConfig", "LmProfile", "LmTaskConfig", "LmbrProfile", "NmtProfile",
-           "NmtTrainingProfile", "PbmtProfile", "PretrainedTaskConfig", "Profile", "SplitsConfig", "TaskConfig",
+           "NmtTrainingProfile", "PbmtProfile", "PretrainedTaskConfig", "Profile", "SampleMbrProfile", "SplitsConfig", "TaskConfig",
            "TransformerProfile", "VariantProfile", "available", "load_profile", "load_task"]
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "configs"

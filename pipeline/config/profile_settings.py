@@ -14,6 +14,8 @@ from pipeline.smt.reordering import KINDS as REORDERING_KINDS
 GAIN_FORMS = ("per_step", "bounded")
 #: The searches of unconstrained LMBR decoding (pipeline/decode/anchored.py).
 SEARCH_FORMS = ("free", "anchored")
+#: The utilities of MBR selection over the NMT's samples (pipeline/mbr/utility.py).
+MBR_UTILITIES = ("chrf", "bleu")
 TRAIN_SOURCES = ("folder", "corpora")  # [data] train_source: the data folder's <pair>/train, or the named corpora
 
 
@@ -415,6 +417,29 @@ class LmbrProfile:
 
 
 @dataclass(frozen=True)
+class SampleMbrProfile:
+    """MBR over the NMT's own samples ([mbr]: the rows TNMT-MBR, LTNMT-smp, LTNMT-mix and MBR-union): epsilon
+    sampling of the Transformer, the utility of MBR selection and the lattice's weight in the mixed evidence, the last
+    two chosen on the tuning window ([lmbr] tune_start and tune_sentences)."""
+
+    samples: int = 32  # samples per sentence (candidates and pseudo-references)
+    epsilon: float = 0.02  # tokens below this probability are never drawn (Freitag et al. 2023)
+    seed: int = 1  # the samples of a sentence follow from the seed and the sentence's index
+    utilities: tuple[str, ...] = ("chrf", "bleu")  # the utilities MBR selection tries on the tuning window
+    grid_lattice_weight: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # w of LTNMT-mix: w x the lattice's
+    #                                  posteriors + (1 - w) x the samples'; chosen by tuning BLEU (ties: the first)
+
+    def problems(self) -> list[tuple[str, str]]:
+        checks = [("samples", self.samples >= 1, "must be at least 1"),
+                  ("epsilon", 0 <= self.epsilon < 1, "must be in [0, 1)"),
+                  ("utilities", bool(self.utilities) and all(u in MBR_UTILITIES for u in self.utilities),
+                   f"must list utilities of {', '.join(MBR_UTILITIES)}"),
+                  ("grid_lattice_weight", bool(self.grid_lattice_weight)
+                   and all(0 <= w <= 1 for w in self.grid_lattice_weight), "must list weights in [0, 1]")]
+        return [(key, problem) for key, ok, problem in checks if not ok]
+
+
+@dataclass(frozen=True)
 class VariantProfile:
     """A system variant of Table 2 (paper, section 4.3): settings that override the profile's for one decoding."""
 
@@ -467,6 +492,7 @@ class Profile:
     decode: DecodeProfile
     lmbr: LmbrProfile
     variants: dict[str, VariantProfile] = field(default_factory=dict)  # Table 2: research, accelerated
+    mbr: SampleMbrProfile = field(default_factory=SampleMbrProfile)  # MBR over the NMT's samples
     path: Path = Path()
 
     def variant(self, name: str) -> VariantProfile:
@@ -479,7 +505,7 @@ class Profile:
         """(full key, what is wrong) for every value that is out of range, section by section."""
         sections = [("lm", self.lm), ("data", self.data), ("pbmt", self.pbmt), ("nmt", self.nmt),
                     ("decode", self.decode), *((f"variants.{name}", v) for name, v in self.variants.items()),
-                    ("lmbr", self.lmbr)]
+                    ("lmbr", self.lmbr), ("mbr", self.mbr)]
         found = [(f"{prefix}.{key}", problem) for prefix, section in sections for key, problem in section.problems()]
         end = self.lmbr.tune_window().stop
         if self.data.tune_sentences and end > self.data.tune_sentences:

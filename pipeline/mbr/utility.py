@@ -28,7 +28,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.helpers import extract_all_char_ngrams, extract_all_word_ngrams
 
-__all__ = ["bleu_matrix", "chrf_aggregate", "chrf_matrix"]
+__all__ = ["UTILITIES", "bleu_matrix", "chrf_aggregate", "chrf_matrix", "utility_matrix"]
 
 MAX_ORDER = 4  # BLEU's n-gram orders
 
@@ -94,3 +94,14 @@ def chrf_aggregate(candidates: Sequence[str], references: Sequence[str],
                 mean[order][ngram] = mean[order].get(ngram, 0.0) + weight * count
     return np.array([metric._compute_f_score(_chrf_stats(h, mean)) for h in _chrf_counts(metric, candidates)],
                     dtype=np.float64)
+
+
+#: The utilities MBR selection may use, by name: [H, R] matrices of candidates against pseudo-references.
+UTILITIES = {"bleu": bleu_matrix, "chrf": chrf_matrix}
+
+
+def utility_matrix(name: str, candidates: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """[H, R] utilities of the named kind (UTILITIES); ValueError naming the known ones for another name."""
+    if name not in UTILITIES:
+        raise ValueError(f"unknown MBR utility {name!r} (known: {', '.join(UTILITIES)})")
+    return UTILITIES[name](candidates, references)

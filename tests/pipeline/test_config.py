@@ -401,3 +401,15 @@ def test_a_task_replaces_nmt_settings_of_a_named_profile_only(tmp_path):
         folder = edit_config(tmp_path / str(case), "tasks/jpn-eng.toml", old, new)
         with pytest.raises(ConfigError, match=error):
             config.load_task("jpn-eng", folder)
+
+
+def test_the_sample_mbr_settings_are_checked(tmp_path):
+    assert config.load_profile("paper").mbr == config.SampleMbrProfile()  # a profile without [mbr]: the defaults
+    for old, new, message in (("epsilon = 0.02", "epsilon = 1.0", "'mbr.epsilon' must be in \\[0, 1\\)"),
+                              ('utilities = ["chrf", "bleu"]', 'utilities = ["comet"]',
+                               "'mbr.utilities' must list utilities of chrf, bleu"),
+                              ("grid_lattice_weight = [0.0, 0.25", "grid_lattice_weight = [1.5, 0.25",
+                               "'mbr.grid_lattice_weight' must list weights in \\[0, 1\\]")):
+        folder = edit_config(tmp_path / old[:4], "profiles/medium.toml", old, new)
+        with pytest.raises(ConfigError, match=message):
+            config.load_profile("medium", folder)
