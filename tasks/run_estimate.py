@@ -14,7 +14,7 @@ from pipeline.machine_speed import TrainingSpeed, gemm_gflops, training_speed
 from pipeline.run_estimate import VALIDATION_SHARE, ReferenceRun, RunEstimate, reference_runs
 from tasks.base import PipelineTask
 from tasks.nmt import TrainNMT
-from tasks.worker_priority import expected_minutes, task_graph
+from tasks.worker_priority import STAGE_MINUTES, expected_minutes, task_graph
 
 
 class _Speeds:
@@ -60,6 +60,13 @@ def _per_artifact(report: luigi.Task, reference: ReferenceRun) -> dict[str, floa
     return {stage: seconds / max(1, counts.get(stage, 1)) for stage, seconds in reference.stage_seconds.items()}
 
 
+def _relative_seconds(task: PipelineTask, per_artifact: dict[str, float]) -> float | None:
+    """A stage the reference run did not build: its expected minutes against a neural decoding's (STAGE_MINUTES),
+    times the reference's seconds of one neural decoding (None without one)."""
+    decoding = per_artifact.get("nmt-decode")
+    return None if decoding is None else decoding * expected_minutes(task) / STAGE_MINUTES["nmt-decode"]
+
+
 def _shown(folder: Path) -> str:
     """`folder` relative to the checkout where it is inside it."""
     try:
@@ -99,7 +106,10 @@ def estimate_run(reports: list[luigi.Task], workers: int, results: Path) -> RunE
             value = _training_minutes(task, speeds)
         else:
             scale = scales[name]
-            seconds = per_artifact.get(name, {}).get(stage) if scale else None
+            seconds = None
+            if scale:
+                seconds = per_artifact.get(name, {}).get(stage)
+                seconds = _relative_seconds(task, per_artifact.get(name, {})) if seconds is None else seconds
             value = seconds / 60 * scale if seconds is not None else expected_minutes(task) * (scale or 1)
             if task.parallel and task.processes > 1:
                 value /= task.processes  # the published runs gave each stage one process (2 workers, 2 cores)

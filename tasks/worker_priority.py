@@ -19,13 +19,16 @@ from pipeline.list_schedule import upward_ranks
 
 #: Expected build minutes of one artifact of each stage (folder name), measured on a 2-core run of all five tasks of
 #: the former small profile (its stage_times.md of 0.9.0 divided by the artifacts of each stage). Only their ratios
-#: matter; a stage not listed counts as DEFAULT_MINUTES.
+#: matter (a stage that a forecast's reference run did not build is scaled from its ratio to "nmt-decode"); a stage
+#: not listed counts as DEFAULT_MINUTES.
 STAGE_MINUTES: Mapping[str, float] = {
     "tokenized": 0.1, "truecaser": 0.1, "truecased": 0.05, "bpe": 0.9, "subwords": 0.1, "vocab": 0.02,
     "roundtrip": 0.02, "lm": 0.1, "align": 2.0, "phrases": 2.6, "mert": 1.1, "pbmt": 0.5, "lmatrix": 1.0,
     "acceptors": 0.3, "nmt": 5.5, "nmt-average": 0.02, "nmt-system": 0.02, "lmbr-tuning": 2.0,
     "search-tuning": 0.3, "rescoring-tuning": 0.4, "mbr-tuning": 1.0, "nmt-decode": 1.3, "lattice-mbr": 0.5,
     "speed": 3.5, "bleu": 0.03, "significance": 0.1,
+    # the rows over the NMT's samples, from their ratios to a neural decoding on medium eng-ger (32 samples a sentence)
+    "nmt-samples": 6.0, "sample-mbr-tuning": 1.5, "sample-mbr": 1.2, "mixture-tuning": 2.8,
 }
 DEFAULT_MINUTES = 0.1
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 PUBLISHED = ("medium",)
 # published runs beside them that are not a profile's Table 1 (their folder names them: the strength curve of the
 # medium profile's eng-ger Transformer, run on an AVX2-only AMD EPYC)
-PUBLISHED_RUNS = ("medium-strength",)
+PUBLISHED_RUNS = ("medium-strength", "medium-samples")
 TABLES = ("table1.md", "finding.md", "regime.md", "significance.md", "table1_chrf.md", "table2.md", "data_summary.md",
           "figure1.md", "stage_times.md", "learning_curves.md", "strength_curve.md", "decoding_divergence.md")
 FIGURES = ("figure1.png", "figure2_*.png", "figure3_*.png", "stage_times.png", "learning_curves.png",

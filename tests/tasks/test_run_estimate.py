@@ -72,3 +72,15 @@ def test_the_forecast_scales_from_the_published_run_else_the_reference_run_of_an
 
     assert forecast_reference("medium").as_posix().endswith("results/medium")  # published
     assert forecast_reference("paper").as_posix().endswith("results/paper")  # neither: the published place
+
+
+def test_a_stage_the_reference_run_did_not_build_is_scaled_from_its_neural_decoding():
+    from tasks.run_estimate import _relative_seconds
+    from tasks.worker_priority import STAGE_MINUTES
+
+    class Sampling:
+        stage = "nmt-samples"
+
+    ratio = STAGE_MINUTES["nmt-samples"] / STAGE_MINUTES["nmt-decode"]
+    assert _relative_seconds(Sampling(), {"nmt-decode": 60.0, "pbmt": 5.0}) == 60.0 * ratio
+    assert _relative_seconds(Sampling(), {"pbmt": 5.0}) is None  # no decoding to scale from: rough minutes

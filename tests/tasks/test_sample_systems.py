@@ -1,0 +1,72 @@
+"""The rows over the Transformer's samples (TNMT-MBR, MBR-union, LTNMT-smp, LTNMT-mix) as Luigi stages on a small
+de-en corpus: each selection against a brute force over sacrebleu's sentence scores, and the evidence each LMBR row
+decodes with."""
+from __future__ import annotations
+
+import re
+
+from luigi.execution_summary import LuigiStatusCode
+from sacrebleu import sentence_bleu, sentence_chrf
+
+from lattices.posteriors import sample_posteriors
+from pipeline.io import read_lines
+from pipeline.vocab import Vocabulary
+from tasks import BuildVocab
+from tasks.sample_mbr import (DecodeLTNMTMixture, DecodeLTNMTSamples, DecodeSampleMBR, DecodeUnionMBR, SampleNMT,
+                              TuneSampleMBR, sample_evidence)
+from tasks.systems import comparisons, translation_task
+from tests.conftest import write_deen_folder
+from tests.tasks.helpers import build, shared_params
+from tests.tasks.test_decode_tasks import untuned_configs
+
+SYSTEMS = ("TNMT-MBR", "MBR-union", "LTNMT-smp", "LTNMT-mix")
+
+
+def expected_utility(text: str, references: list[str], utility: str) -> float:
+    score = sentence_bleu if utility == "bleu" else sentence_chrf
+    return sum(score(text, [r]).score for r in references) / len(references)
+
+
+def test_the_sample_rows_choose_the_brute_force_argmax_and_decode_with_their_evidence(tmp_path):
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=10)
+    configs = untuned_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^samples = .*$", "samples = 8", profile.read_text(), flags=re.M)
+    # the tuning window within the 40 tuning lines of the data folder
+    profile.write_text(re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", text, flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    systems = {name: translation_task(name)(split="newstest2016", **params) for name in SYSTEMS}
+    assert [type(t) for t in systems.values()] == [DecodeSampleMBR, DecodeUnionMBR, DecodeLTNMTSamples,
+                                                   DecodeLTNMTMixture]
+    assert build(*systems.values()).status == LuigiStatusCode.SUCCESS
+    samples = SampleNMT(split="newstest2016", **params).samples()
+    assert len(samples) == 10 and all(len(line) == 8 for line in samples.text)
+    utility = TuneSampleMBR(candidates="samples", **params).chosen()
+    chosen = list(read_lines(systems["TNMT-MBR"].artifact_dir() / "translation.en"))
+    union = list(read_lines(systems["MBR-union"].artifact_dir() / "translation.en"))
+    union_utility = TuneSampleMBR(candidates="union", **params).chosen()
+    for line, drawn in enumerate(samples.text):
+        expected = {text: expected_utility(text, drawn, utility) for text in drawn}
+        best = max(expected.values())
+        assert chosen[line] == next(t for t in drawn if abs(expected[t] - best) < 1e-9)  # the first of the best
+        if union_utility == utility:  # the union's candidates include every sample: never a lower expectation
+            assert expected_utility(union[line], drawn, utility) >= best - 1e-9
+    # LTNMT-smp decodes with its samples' posteriors alone, LTNMT-mix untuned with half of each
+    assert systems["LTNMT-smp"].signature()["stats"]["evidence"]["lattice_weight"] == 0.0
+    assert systems["LTNMT-mix"].signature()["stats"]["evidence"]["lattice_weight"] == 0.5
+    vocab = Vocabulary.load(BuildVocab(**params).artifact_dir() / "vocab.en.json")
+    evidence = sample_evidence(samples, vocab, 4)
+    store = systems["LTNMT-smp"].lmatrix_store()
+    for line in (0, 7):
+        wrapped = [[vocab.bos_id, *ids, vocab.eos_id] for ids in samples.ids[line]]
+        assert evidence[line].as_dict() == sample_posteriors(wrapped, 4).as_dict()
+        assert store.get([line])[0].posteriors.as_dict() == evidence[line].as_dict()
+
+
+def test_each_sample_row_is_compared_with_the_nmt_lmbr_lattice_mbr_and_sampling_mbr():
+    pairs = comparisons(("PBMT", "TNMT", "LTNMT", "MBR", *SYSTEMS))
+    assert set(pairs["TNMT-MBR"]) == {"LTNMT-smp", "LTNMT-mix", "MBR-union"}
+    assert set(pairs["LTNMT-smp"]) == {"LTNMT-mix"}
+    for baseline in ("TNMT", "LTNMT", "MBR"):
+        assert set(SYSTEMS) <= set(pairs[baseline])
