@@ -7,8 +7,9 @@ MBR-union, LTNMT-smp and LTNMT-mix.
 - MBR-union: the same selection over the PBMT's n-best and the samples together, the samples as pseudo-references.
 - LTNMT-smp: LMBR decoding of TNMT whose n-gram posteriors are the samples' (the sample set as an evidence space)
   instead of the lattice's; LTNMT-mix: the posteriors w x the lattice's + (1 - w) x the samples' (lattices/mixture.py),
-  w chosen on the tuning window (TuneEvidenceMixture). Both take TuneLMBR's lambda, p, r, gain form and evidence space
-  of LTNMT, and search free.
+  w chosen on the tuning window (TuneEvidenceMixture). Both take TuneLMBR's p, r, gain form and evidence space of
+  LTNMT and search free; lambda is tuned with them (the samples alone over [lmbr] grid_lambda, the mixtures at
+  LTNMT's lambda).
 """
 from __future__ import annotations
 
@@ -212,11 +213,20 @@ def mixed_store(lattices: LMatrixStore, samples: SampleSet, vocab: Vocabulary, w
     return MixedEvidenceStore(lattices, sample_evidence(samples, vocab, order), weight, theta, len(vocab))
 
 
+def mixture_grid(weights: tuple[float, ...], lambdas: tuple[float, ...], own: float) -> list[tuple[float, float]]:
+    """(w, lambda) points of TuneEvidenceMixture: every w at LTNMT's own lambda, and the samples alone (w = 0) at
+    every lambda of the grid (their evidence is not the lattice's, so neither is their best lambda), each once."""
+    return list(dict.fromkeys([(float(w), own) for w in weights] + [(0.0, float(lam)) for lam in lambdas]))
+
+
 class TuneEvidenceMixture(PipelineTask):
-    """mixture.json: w, the lattice's weight in LTNMT-mix's posteriors, with the higher BLEU on the tuning window
-    ([mbr] grid_lattice_weight; ties: the first), at TuneLMBR's point of LTNMT; and every w's BLEU."""
+    """mixture.json: the (w, lambda) of LTNMT-mix with the higher BLEU on the tuning window, w the lattice's weight in
+    the posteriors ([mbr] grid_lattice_weight, at LTNMT's lambda), and LTNMT-smp's lambda (the samples alone, over
+    [lmbr] grid_lambda); at TuneLMBR's p, r, evidence and gain form of LTNMT; ties: the first point; every point's
+    BLEU."""
 
     stage = "mixture-tuning"
+    version = 2  # 2: the samples alone tune their own lambda
     parallel, memory_mb = True, 3000
 
     def requires(self) -> dict[str, PipelineTask]:
@@ -230,12 +240,14 @@ class TuneEvidenceMixture(PipelineTask):
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
-        return {"grid_lattice_weight": self.profile_config.mbr.grid_lattice_weight,
+        return {"grid_lattice_weight": self.profile_config.mbr.grid_lattice_weight, "grid_lambda": lmbr.grid_lambda,
                 "window": [lmbr.tune_window().start, lmbr.tune_window().stop],
                 "decode": self.profile_config.decode.hashed()}
 
-    def chosen(self) -> float:
-        return float(read_json(self.artifact_dir() / MIXTURE_FILE)["chosen"]["lattice_weight"])
+    def chosen(self, samples_only: bool = False) -> dict[str, float]:
+        """{lattice_weight, nmt_lambda} of LTNMT-mix, or with `samples_only` of LTNMT-smp (w = 0)."""
+        record = read_json(self.artifact_dir() / MIXTURE_FILE)
+        return record["samples_only"] if samples_only else record["chosen"]
 
     def build(self, out: Path) -> dict[str, Any]:
         torch.set_num_threads(max(1, self.processes))
@@ -249,46 +261,63 @@ class TuneEvidenceMixture(PipelineTask):
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         samples, store = inputs["samples"].samples(), LMatrixStore(sorted(lattice.artifact_dir().glob("shard-*.npz")))
         restorer, ids = restorer_of(inputs), lmbr.tune_window()
-        settings = SearchSettings(beam=decode.beam, threshold=decode.threshold, length_penalty=decode.length_penalty,
-                                  max_length_a=decode.max_length_a, max_length_b=decode.max_length_b,
-                                  weight=float(point["nmt_lambda"]), patience=lmbr.patience)
+        weights = self.profile_config.mbr.grid_lattice_weight
         grid = []
-        for weight in self.profile_config.mbr.grid_lattice_weight:
+        for weight, nmt_lambda in mixture_grid(weights, lmbr.grid_lambda, float(point["nmt_lambda"])):
+            settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,
+                                      length_penalty=decode.length_penalty, max_length_a=decode.max_length_a,
+                                      max_length_b=decode.max_length_b, weight=nmt_lambda, patience=lmbr.patience)
             factory = lmbr_hook_factory(mixed_store(store, samples, vocab, weight, theta, lmbr.order),
                                         models.tgt_vocab.bos_id, sentence_ids=ids, vocab_size=len(models.tgt_vocab),
                                         gains=point.get("gains", "per_step"))
             result = translate_lines(lines, models, settings, processor, source=None,
                                      batch_sentences=decode.batch_sentences, sort=decode.sort, hook_factory=factory)
             texts = restored(restorer, ids, result, processor, paths=False)
-            grid.append({"lattice_weight": weight, "bleu": round(corpus_bleu(texts, references, target).score, 4)})
-        best = max(grid, key=lambda p: p["bleu"])
-        write_json(out / MIXTURE_FILE, {"chosen": {"lattice_weight": best["lattice_weight"]}, "lmbr": point,
-                                        "sentences": len(lines), "grid": grid})
-        return {"chosen": best["lattice_weight"], "bleu": best["bleu"], "points": len(grid)}
+            grid.append({"lattice_weight": weight, "nmt_lambda": nmt_lambda,
+                         "bleu": round(corpus_bleu(texts, references, target).score, 4)})
+        best = max((p for p in grid if p["lattice_weight"] in weights), key=lambda p: p["bleu"])
+        alone = max((p for p in grid if p["lattice_weight"] == 0.0), key=lambda p: p["bleu"])
+        choice = {key: best[key] for key in ("lattice_weight", "nmt_lambda")}
+        write_json(out / MIXTURE_FILE, {"chosen": choice, "samples_only": {"lattice_weight": 0.0,
+                                                                          "nmt_lambda": alone["nmt_lambda"]},
+                                        "lmbr": point, "sentences": len(lines), "grid": grid})
+        return {"chosen": choice, "samples_only_lambda": alone["nmt_lambda"], "bleu": best["bleu"],
+                "points": len(grid)}
 
 
 class DecodeLTNMTSamples(DecodeNMT):
-    """LTNMT-smp: TNMT with LMBR whose posteriors are the split's TNMT samples' (LTNMT's tuned point, free search)."""
+    """LTNMT-smp: TNMT with LMBR whose posteriors are the split's TNMT samples' (LTNMT's tuned p, r, evidence and
+    gain form; its own lambda, TuneEvidenceMixture's for the samples alone; free search)."""
 
     system, models, lmbr = "LTNMT-smp", "TNMT", True
+    version = 2  # 2: its own tuned lambda
     mixture: ClassVar[bool] = False  # LTNMT-mix: the lattice's and the samples' posteriors, mixed by the tuned w
     UNTUNED_WEIGHT: ClassVar[float] = 0.5  # LTNMT-mix's w in a profile without [lmbr] tune
 
     def requires(self) -> dict[str, PipelineTask]:
         required = {**super().requires(), "samples": samples_of(self), "vocab": self.clone(BuildVocab)}
-        if self.mixture and self.profile_config.lmbr.tune:
+        if self.profile_config.lmbr.tune:
             required["mixture"] = self.clone(TuneEvidenceMixture)
         return required
 
     def anchoring(self) -> bool:
         return False
 
+    def mixture_choice(self) -> dict[str, float] | None:
+        """TuneEvidenceMixture's {lattice_weight, nmt_lambda} of this row (None in a profile that does not tune)."""
+        required = self.requires()
+        return required["mixture"].chosen(samples_only=not self.mixture) if "mixture" in required else None
+
     def lattice_weight_of_evidence(self) -> float:
         """w, the lattice's share of the posteriors: 0 (LTNMT-smp), TuneEvidenceMixture's choice (LTNMT-mix)."""
         if not self.mixture:
             return 0.0
-        required = self.requires()
-        return required["mixture"].chosen() if "mixture" in required else self.UNTUNED_WEIGHT
+        choice = self.mixture_choice()
+        return float(choice["lattice_weight"]) if choice else self.UNTUNED_WEIGHT
+
+    def nmt_lambda(self) -> float:
+        choice = self.mixture_choice()
+        return float(choice["nmt_lambda"]) if choice else super().nmt_lambda()
 
     def params(self) -> dict[str, Any]:
         mbr = self.profile_config.mbr
@@ -322,6 +351,7 @@ class DecodeLTNMTSamples(DecodeNMT):
 
 
 class DecodeLTNMTMixture(DecodeLTNMTSamples):
-    """LTNMT-mix: TNMT with LMBR over the mixture of the lattice's and the samples' posteriors (w tuned)."""
+    """LTNMT-mix: TNMT with LMBR over the mixture of the lattice's and the samples' posteriors (w and lambda tuned)."""
 
     system, mixture = "LTNMT-mix", True
+    version = 2  # 2: lambda tuned with w

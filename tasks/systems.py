@@ -52,7 +52,7 @@ SYSTEM_NOTES = {
                 "utility (chrF or sentence BLEU, chosen on the tuning set) against all the samples (Eikema and Aziz "
                 "2020; Freitag et al. 2023); no PBMT",
     "LTNMT-smp": "TNMT with LMBR whose n-gram posteriors are those of its own samples (the sample set as the "
-                 "evidence space) instead of the PBMT lattice's; LTNMT's tuned lambda, p, r and gain form, free search",
+                 "evidence space) instead of the PBMT lattice's; LTNMT's tuned p, r and gain form, its own tuned lambda, free search",
     "LTNMT-mix": "LTNMT-smp with the posteriors w x the lattice's + (1 - w) x the samples' (w chosen on the tuning "
                  "set; w = 1 is LTNMT's evidence, w = 0 LTNMT-smp's)",
     "MBR-union": "MBR selection as TNMT-MBR over the PBMT's n-best and TNMT's samples together, the samples as "

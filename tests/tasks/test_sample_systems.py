@@ -3,6 +3,7 @@ de-en corpus: each selection against a brute force over sacrebleu's sentence sco
 decodes with."""
 from __future__ import annotations
 
+import json
 import re
 
 from luigi.execution_summary import LuigiStatusCode
@@ -70,3 +71,42 @@ def test_each_sample_row_is_compared_with_the_nmt_lmbr_lattice_mbr_and_sampling_
     assert set(pairs["LTNMT-smp"]) == {"LTNMT-mix"}
     for baseline in ("TNMT", "LTNMT", "MBR"):
         assert set(SYSTEMS) <= set(pairs[baseline])
+
+
+def test_the_mixture_grid_tries_every_weight_at_ltnmts_lambda_and_the_samples_alone_at_every_lambda():
+    from tasks.sample_mbr import mixture_grid
+
+    assert mixture_grid((0.0, 0.5, 1.0), (0.01, 0.05), 0.05) == [(0.0, 0.05), (0.5, 0.05), (1.0, 0.05), (0.0, 0.01)]
+
+
+def test_tuning_chooses_the_mixture_and_the_samples_own_lambda_on_the_tuning_window(tmp_path):
+    from tasks.decode import DecodeLTNMT
+    from tasks.sample_mbr import TuneEvidenceMixture
+    from tasks.tuning import TuneLMBR
+    from tests.tasks.test_decode_tasks import deterministic_configs
+
+    data = tmp_path / "data"
+    write_deen_folder(data, eval_sentences=6)
+    configs = deterministic_configs(tmp_path)
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^samples = .*$", "samples = 8", profile.read_text(), flags=re.M)
+    text = re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.5, 1.0]", text, flags=re.M)
+    profile.write_text(re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", text, flags=re.M))
+    params = shared_params(tmp_path, data, config_dir=configs)
+    smp, mix = (translation_task(name)(split="newstest2016", **params) for name in ("LTNMT-smp", "LTNMT-mix"))
+    assert build(smp, mix).status == LuigiStatusCode.SUCCESS
+    tuning = TuneEvidenceMixture(**params)
+    record = tuning.signature()["stats"]
+    grid = json.loads((tuning.artifact_dir() / "mixture.json").read_text())["grid"]
+    own = TuneLMBR(models="TNMT", **params).chosen()["nmt_lambda"]
+    lambdas = [0.01, 0.05, 0.25]  # the tiny profile's grid_lambda
+    assert [(p["lattice_weight"], p["nmt_lambda"]) for p in grid] == \
+        [(0.5, own), (1.0, own)] + [(0.0, lam) for lam in lambdas]
+    mixtures = [p for p in grid if p["lattice_weight"] > 0]
+    best = max(mixtures, key=lambda p: p["bleu"])
+    assert record["chosen"] == {"lattice_weight": best["lattice_weight"], "nmt_lambda": best["nmt_lambda"]}
+    alone = max((p for p in grid if p["lattice_weight"] == 0.0), key=lambda p: p["bleu"])
+    assert smp.signature()["stats"]["lmbr"]["nmt_lambda"] == alone["nmt_lambda"]
+    assert mix.signature()["stats"]["evidence"]["lattice_weight"] == best["lattice_weight"]
+    assert mix.signature()["stats"]["lmbr"]["nmt_lambda"] == best["nmt_lambda"]
+    assert DecodeLTNMT(split="newstest2016", **params).nmt_lambda() == own
