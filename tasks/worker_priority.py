@@ -28,7 +28,7 @@ STAGE_MINUTES: Mapping[str, float] = {
     "search-tuning": 0.3, "rescoring-tuning": 0.4, "mbr-tuning": 1.0, "nmt-decode": 1.3, "lattice-mbr": 0.5,
     "speed": 3.5, "bleu": 0.03, "significance": 0.1,
     # the rows over the NMT's samples, from their ratios to a neural decoding on medium eng-ger (32 samples a sentence)
-    "nmt-samples": 6.0, "sample-mbr-tuning": 1.5, "sample-mbr": 1.2, "mixture-tuning": 2.8,
+    "nmt-samples": 6.0, "sample-mbr-tuning": 1.5, "sample-mbr": 1.2, "mixture-tuning": 4.0,
 }
 DEFAULT_MINUTES = 0.1
 
