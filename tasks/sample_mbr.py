@@ -221,7 +221,7 @@ def mixture_grid(weights: tuple[float, ...], lambdas: tuple[float, ...], own: fl
 
 class TuneEvidenceMixture(PipelineTask):
     """mixture.json: the (w, lambda) of LTNMT-mix with the higher BLEU on the tuning window, w the lattice's weight in
-    the posteriors ([mbr] grid_lattice_weight, at LTNMT's lambda), and LTNMT-smp's lambda (the samples alone, over
+    the posteriors ([mbr] grid_lattice_share, at LTNMT's lambda), and LTNMT-smp's lambda (the samples alone, over
     [lmbr] grid_lambda); at TuneLMBR's p, r, evidence and gain form of LTNMT; ties: the first point; every point's
     BLEU."""
 
@@ -240,7 +240,7 @@ class TuneEvidenceMixture(PipelineTask):
 
     def params(self) -> dict[str, Any]:
         lmbr = self.profile_config.lmbr
-        return {"grid_lattice_weight": self.profile_config.mbr.grid_lattice_weight, "grid_lambda": lmbr.grid_lambda,
+        return {"grid_lattice_share": self.profile_config.mbr.grid_lattice_share, "grid_lambda": lmbr.grid_lambda,
                 "window": [lmbr.tune_window().start, lmbr.tune_window().stop],
                 "decode": self.profile_config.decode.hashed()}
 
@@ -261,7 +261,7 @@ class TuneEvidenceMixture(PipelineTask):
         vocab = Vocabulary.load(inputs["vocab"].artifact_dir() / f"vocab.{target}.json")
         samples, store = inputs["samples"].samples(), LMatrixStore(sorted(lattice.artifact_dir().glob("shard-*.npz")))
         restorer, ids = restorer_of(inputs), lmbr.tune_window()
-        weights = self.profile_config.mbr.grid_lattice_weight
+        weights = self.profile_config.mbr.grid_lattice_share
         grid = []
         for weight, nmt_lambda in mixture_grid(weights, lmbr.grid_lambda, float(point["nmt_lambda"])):
             settings = SearchSettings(beam=decode.beam, threshold=decode.threshold,

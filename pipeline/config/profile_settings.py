@@ -426,7 +426,7 @@ class SampleMbrProfile:
     epsilon: float = 0.02  # tokens below this probability are never drawn (Freitag et al. 2023)
     seed: int = 1  # the samples of a sentence follow from the seed and the sentence's index
     utilities: tuple[str, ...] = ("chrf", "bleu")  # the utilities MBR selection tries on the tuning window
-    grid_lattice_weight: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # w of LTNMT-mix: w x the lattice's
+    grid_lattice_share: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)  # w of LTNMT-mix: w x the lattice's
     #                                  posteriors + (1 - w) x the samples'; chosen by tuning BLEU (ties: the first)
 
     def problems(self) -> list[tuple[str, str]]:
@@ -434,8 +434,8 @@ class SampleMbrProfile:
                   ("epsilon", 0 <= self.epsilon < 1, "must be in [0, 1)"),
                   ("utilities", bool(self.utilities) and all(u in MBR_UTILITIES for u in self.utilities),
                    f"must list utilities of {', '.join(MBR_UTILITIES)}"),
-                  ("grid_lattice_weight", bool(self.grid_lattice_weight)
-                   and all(0 <= w <= 1 for w in self.grid_lattice_weight), "must list weights in [0, 1]")]
+                  ("grid_lattice_share", bool(self.grid_lattice_share)
+                   and all(0 <= w <= 1 for w in self.grid_lattice_share), "must list weights in [0, 1]")]
         return [(key, problem) for key, ok, problem in checks if not ok]
 
 

@@ -408,8 +408,8 @@ def test_the_sample_mbr_settings_are_checked(tmp_path):
     for old, new, message in (("epsilon = 0.02", "epsilon = 1.0", "'mbr.epsilon' must be in \\[0, 1\\)"),
                               ('utilities = ["chrf", "bleu"]', 'utilities = ["comet"]',
                                "'mbr.utilities' must list utilities of chrf, bleu"),
-                              ("grid_lattice_weight = [0.0, 0.25", "grid_lattice_weight = [1.5, 0.25",
-                               "'mbr.grid_lattice_weight' must list weights in \\[0, 1\\]")):
+                              ("grid_lattice_share = [0.0, 0.25", "grid_lattice_share = [1.5, 0.25",
+                               "'mbr.grid_lattice_share' must list weights in \\[0, 1\\]")):
         folder = edit_config(tmp_path / old[:4], "profiles/medium.toml", old, new)
         with pytest.raises(ConfigError, match=message):
             config.load_profile("medium", folder)

@@ -90,7 +90,7 @@ def test_tuning_chooses_the_mixture_and_the_samples_own_lambda_on_the_tuning_win
     configs = deterministic_configs(tmp_path)
     profile = configs / "profiles" / "tiny.toml"
     text = re.sub(r"^samples = .*$", "samples = 8", profile.read_text(), flags=re.M)
-    text = re.sub(r"^grid_lattice_weight = .*$", "grid_lattice_weight = [0.5, 1.0]", text, flags=re.M)
+    text = re.sub(r"^grid_lattice_share = .*$", "grid_lattice_share = [0.5, 1.0]", text, flags=re.M)
     profile.write_text(re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", text, flags=re.M))
     params = shared_params(tmp_path, data, config_dir=configs)
     smp, mix = (translation_task(name)(split="newstest2016", **params) for name in ("LTNMT-smp", "LTNMT-mix"))
