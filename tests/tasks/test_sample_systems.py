@@ -28,14 +28,21 @@ def expected_utility(text: str, references: list[str], utility: str) -> float:
     return sum(score(text, [r]).score for r in references) / len(references)
 
 
+def small_sample_configs(configs, **keys: str):
+    """`configs` with 8 samples a sentence, a tuning window within the data folder's 40 tuning lines, and the given
+    [mbr] keys set to TOML values."""
+    profile = configs / "profiles" / "tiny.toml"
+    text = re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", profile.read_text(), flags=re.M)
+    for key, value in {"samples": "8", **keys}.items():
+        text = re.sub(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
+    profile.write_text(text)
+    return configs
+
+
 def test_the_sample_rows_choose_the_brute_force_argmax_and_decode_with_their_evidence(tmp_path):
     data = tmp_path / "data"
     write_deen_folder(data, eval_sentences=10)
-    configs = untuned_configs(tmp_path)
-    profile = configs / "profiles" / "tiny.toml"
-    text = re.sub(r"^samples = .*$", "samples = 8", profile.read_text(), flags=re.M)
-    # the tuning window within the 40 tuning lines of the data folder
-    profile.write_text(re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", text, flags=re.M))
+    configs = small_sample_configs(untuned_configs(tmp_path))
     params = shared_params(tmp_path, data, config_dir=configs)
     systems = {name: translation_task(name)(split="newstest2016", **params) for name in SYSTEMS}
     assert [type(t) for t in systems.values()] == [DecodeSampleMBR, DecodeUnionMBR, DecodeLTNMTSamples,
@@ -87,11 +94,7 @@ def test_tuning_chooses_the_mixture_and_the_samples_own_lambda_on_the_tuning_win
 
     data = tmp_path / "data"
     write_deen_folder(data, eval_sentences=6)
-    configs = deterministic_configs(tmp_path)
-    profile = configs / "profiles" / "tiny.toml"
-    text = re.sub(r"^samples = .*$", "samples = 8", profile.read_text(), flags=re.M)
-    text = re.sub(r"^grid_lattice_share = .*$", "grid_lattice_share = [0.5, 1.0]", text, flags=re.M)
-    profile.write_text(re.sub(r"^tune_sentences = 50\b", "tune_sentences = 20", text, flags=re.M))
+    configs = small_sample_configs(deterministic_configs(tmp_path), grid_lattice_share="[0.5, 1.0]")
     params = shared_params(tmp_path, data, config_dir=configs)
     smp, mix = (translation_task(name)(split="newstest2016", **params) for name in ("LTNMT-smp", "LTNMT-mix"))
     assert build(smp, mix).status == LuigiStatusCode.SUCCESS
